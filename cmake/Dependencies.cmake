@@ -1,0 +1,16 @@
+# Third-party libraries, all from Debian packages (scripts/run.sh installs them).
+# OpenBLAS is found directly rather than through FindBLAS: Debian's generic libblas.so may
+# point at the slow reference BLAS, and we need openblas_set_num_threads().
+find_path(OPENBLAS_INCLUDE_DIR cblas.h PATH_SUFFIXES openblas-pthread openblas REQUIRED
+          HINTS /usr/include/x86_64-linux-gnu/openblas-pthread)
+find_library(OPENBLAS_LIBRARY NAMES openblas PATH_SUFFIXES openblas-pthread REQUIRED
+             HINTS /usr/lib/x86_64-linux-gnu/openblas-pthread)
+add_library(ringgrad_openblas INTERFACE)
+target_include_directories(ringgrad_openblas SYSTEM INTERFACE ${OPENBLAS_INCLUDE_DIR})
+target_link_libraries(ringgrad_openblas INTERFACE ${OPENBLAS_LIBRARY})
+message(STATUS "OpenBLAS: ${OPENBLAS_LIBRARY}")
+
+find_package(Threads REQUIRED)
+if(RINGGRAD_BUILD_TESTS)
+  find_package(Catch2 2 REQUIRED)
+endif()

@@ -1,0 +1,11 @@
+// The data layer's public API in one include: datasets, transforms, samplers, DataLoader.
+#pragma once
+#include "data/cifar.h"
+#include "data/dataset.h"
+#include "data/idx.h"
+#include "data/image_folder.h"
+#include "data/io.h"
+#include "data/loader.h"
+#include "data/sampler.h"
+#include "data/synthetic.h"
+#include "data/transforms.h"

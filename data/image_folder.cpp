@@ -1,0 +1,110 @@
+// ImageFolder: scanning, decoding through stb_image, and resizing (see image_folder.h).
+#include "data/image_folder.h"
+
+#include <stb/stb_image.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <memory>
+
+#include "data/io.h"
+#include "tensor/ops.h"
+
+namespace rg::data {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// Bilinear sample of an interleaved (h, w, c) image at the centre-aligned position of
+// output pixel (y, x), as PIL and torchvision do for upscaling.
+float bilinear(const uint8_t* img, int64_t h, int64_t w, int64_t c, int64_t ch, double sy, double sx) {
+  sy = std::clamp(sy, 0.0, static_cast<double>(h - 1));
+  sx = std::clamp(sx, 0.0, static_cast<double>(w - 1));
+  const auto y0 = static_cast<int64_t>(sy), x0 = static_cast<int64_t>(sx);
+  const int64_t y1 = std::min(y0 + 1, h - 1), x1 = std::min(x0 + 1, w - 1);
+  const double fy = sy - y0, fx = sx - x0;
+  auto at = [&](int64_t y, int64_t x) { return static_cast<double>(img[(y * w + x) * c + ch]); };
+  return static_cast<float>((1 - fy) * ((1 - fx) * at(y0, x0) + fx * at(y0, x1)) +
+                            fy * ((1 - fx) * at(y1, x0) + fx * at(y1, x1)));
+}
+
+// Scales the shorter side to the output's (the longer one keeps the aspect ratio), then
+// takes the centre. Downscaling averages a box of source pixels per output pixel so thin
+// lines do not alias away; upscaling interpolates bilinearly.
+Tensor resize_crop(const uint8_t* img, int64_t h, int64_t w, int64_t c, const ImageSize& size) {
+  const double scale = std::max(static_cast<double>(size.height) / h, static_cast<double>(size.width) / w);
+  const double off_y = (h * scale - size.height) / 2, off_x = (w * scale - size.width) / 2;
+  const auto box = static_cast<int64_t>(std::max(1.0, std::floor(1.0 / scale)));
+  Tensor out = Tensor::empty({c, size.height, size.width}, DType::uint8);
+  uint8_t* dst = out.data<uint8_t>();
+  for (int64_t ch = 0; ch < c; ++ch)
+    for (int64_t y = 0; y < size.height; ++y)
+      for (int64_t x = 0; x < size.width; ++x) {
+        const double sy = (y + off_y + 0.5) / scale - 0.5 * box, sx = (x + off_x + 0.5) / scale - 0.5 * box;
+        double sum = 0;
+        for (int64_t by = 0; by < box; ++by)
+          for (int64_t bx = 0; bx < box; ++bx) sum += bilinear(img, h, w, c, ch, sy + by, sx + bx);
+        dst[(ch * size.height + y) * size.width + x] =
+            static_cast<uint8_t>(std::clamp(std::lround(sum / (box * box)), 0L, 255L));
+      }
+  return out;
+}
+
+bool is_image_file(const fs::path& path) {
+  std::string ext = path.extension().string();
+  std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char ch) { return std::tolower(ch); });
+  return ext == ".png" || ext == ".jpg" || ext == ".jpeg" || ext == ".bmp";
+}
+
+std::vector<fs::path> sorted_entries(const fs::path& dir, bool want_dirs) {
+  std::vector<fs::path> out;
+  for (const fs::directory_entry& e : fs::directory_iterator(dir)) {
+    if (want_dirs ? e.is_directory() : (e.is_regular_file() && is_image_file(e.path()))) out.push_back(e.path());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+InMemoryDataset load_folder(const ImageFolderOptions& options) {
+  const ImageSize& size = options.size;
+  RG_CHECK(size.channels == 1 || size.channels == 3, options.name, ": channels must be 1 or 3, got ", size.channels);
+  RG_CHECK(size.height > 0 && size.width > 0 && size.height <= kMaxImageDimension && size.width <= kMaxImageDimension,
+           options.name, ": bad output size ", size.height, "x", size.width);
+  std::error_code ec;
+  RG_CHECK(fs::is_directory(options.root, ec), options.name, ": ", options.root, ": folder not found");
+  DatasetInfo info{options.name, 0, options.normalization, {}};
+  std::vector<Tensor> images;
+  std::vector<int64_t> labels;
+  for (const fs::path& class_dir : sorted_entries(options.root, true)) {
+    const std::vector<fs::path> files = sorted_entries(class_dir, false);
+    RG_CHECK(!files.empty(), class_dir.string(), ": empty class folder (no .png, .jpg, .jpeg or .bmp files)");
+    for (const fs::path& file : files) {
+      images.push_back(decode_image(read_file(file.string(), options.max_file_bytes), size, file.string()));
+      labels.push_back(info.num_classes);
+    }
+    info.class_names.push_back(class_dir.filename().string());
+    ++info.num_classes;
+  }
+  RG_CHECK(!images.empty(), options.root, ": no class folders found (expected root/<class>/<image>)");
+  return InMemoryDataset(stack(images), Tensor::from_vector(labels, {static_cast<int64_t>(labels.size())}),
+                         std::move(info));
+}
+
+}  // namespace
+
+Tensor decode_image(std::span<const uint8_t> bytes, const ImageSize& size, const std::string& file) {
+  RG_CHECK(bytes.size() <= static_cast<size_t>(INT32_MAX), file, ": image file too large: ", bytes.size(), " bytes");
+  int w = 0, h = 0, file_channels = 0;
+  const auto c = static_cast<int>(size.channels);
+  std::unique_ptr<uint8_t, void (*)(void*)> pixels(
+      stbi_load_from_memory(bytes.data(), static_cast<int>(bytes.size()), &w, &h, &file_channels, c),
+      stbi_image_free);
+  if (!pixels) RG_THROW(file, ": cannot decode image: ", stbi_failure_reason());
+  return resize_crop(pixels.get(), h, w, c, size);
+}
+
+ImageFolder::ImageFolder(ImageFolderOptions options) : InMemoryDataset(load_folder(options)) {}
+
+}  // namespace rg::data

@@ -1,0 +1,130 @@
+// Whole-file reads, capped gzip inflation and the data-root search (see io.h).
+#include "data/io.h"
+
+#include <zlib.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include "tensor/error.h"
+
+namespace rg::data {
+
+namespace fs = std::filesystem;
+
+Bytes read_file(const std::string& path, size_t max_bytes) {
+  std::error_code ec;
+  if (!fs::is_regular_file(path, ec)) RG_THROW(path, ": file not found");
+  const uintmax_t size = fs::file_size(path, ec);
+  if (ec) RG_THROW(path, ": cannot read its size: ", ec.message());
+  if (size > max_bytes) RG_THROW(path, ": file too large: ", size, " bytes, the limit is ", max_bytes);
+  std::ifstream in(path, std::ios::binary);
+  if (!in) RG_THROW(path, ": cannot open for reading");
+  Bytes bytes(static_cast<size_t>(size));
+  in.read(reinterpret_cast<char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+  if (static_cast<size_t>(in.gcount()) != bytes.size()) RG_THROW(path, ": read failed");
+  return bytes;
+}
+
+namespace {
+
+bool is_gzip(const Bytes& bytes) { return bytes.size() >= 2 && bytes[0] == 0x1f && bytes[1] == 0x8b; }
+
+// Inflates one gzip member. The output grows geometrically instead of trusting the size
+// stored in the trailer, which a corrupt file can set to anything.
+Bytes gunzip(const Bytes& in, const std::string& path, size_t max_bytes) {
+  z_stream zs{};
+  if (inflateInit2(&zs, 16 + MAX_WBITS) != Z_OK) RG_THROW(path, ": zlib inflateInit2 failed");
+  Bytes out(std::min<size_t>(max_bytes, std::max<size_t>(in.size() * 4, 4096)));
+  size_t consumed = 0, produced = 0;
+  int rc = Z_OK;
+  while (rc != Z_STREAM_END) {
+    if (produced == out.size()) {
+      if (out.size() >= max_bytes) {
+        inflateEnd(&zs);
+        RG_THROW(path, ": gzip data inflates to more than ", max_bytes, " bytes");
+      }
+      out.resize(std::min(max_bytes, out.size() * 2));
+    }
+    // zlib counts in uInt, so feed at most 1 GiB per call.
+    const size_t in_chunk = std::min<size_t>(in.size() - consumed, size_t{1} << 30);
+    const size_t out_chunk = std::min<size_t>(out.size() - produced, size_t{1} << 30);
+    zs.next_in = const_cast<Bytef*>(in.data() + consumed);
+    zs.avail_in = static_cast<uInt>(in_chunk);
+    zs.next_out = out.data() + produced;
+    zs.avail_out = static_cast<uInt>(out_chunk);
+    rc = inflate(&zs, Z_NO_FLUSH);
+    consumed += in_chunk - zs.avail_in;
+    produced += out_chunk - zs.avail_out;
+    if (rc == Z_BUF_ERROR && consumed == in.size()) rc = Z_DATA_ERROR;  // input ended mid-stream
+    if (rc != Z_OK && rc != Z_STREAM_END && rc != Z_BUF_ERROR) {
+      const std::string why = rc == Z_DATA_ERROR && consumed == in.size() ? "truncated" : (zs.msg ? zs.msg : "error");
+      inflateEnd(&zs);
+      RG_THROW(path, ": corrupt gzip data (", why, ")");
+    }
+  }
+  inflateEnd(&zs);
+  if (consumed != in.size()) RG_THROW(path, ": ", in.size() - consumed, " trailing bytes after the gzip stream");
+  out.resize(produced);
+  return out;
+}
+
+}  // namespace
+
+Bytes maybe_gunzip(Bytes bytes, const std::string& path, size_t max_bytes) {
+  return is_gzip(bytes) ? gunzip(bytes, path, max_bytes) : std::move(bytes);
+}
+
+Bytes read_maybe_gzipped(const std::string& path) { return maybe_gunzip(read_file(path), path); }
+
+uint32_t read_be32(std::span<const uint8_t> bytes, size_t pos) {
+  RG_CHECK(pos + 4 <= bytes.size(), "read_be32: position ", pos, " past the end (", bytes.size(), " bytes)");
+  return uint32_t{bytes[pos]} << 24 | uint32_t{bytes[pos + 1]} << 16 | uint32_t{bytes[pos + 2]} << 8 |
+         uint32_t{bytes[pos + 3]};
+}
+
+std::vector<std::string> data_roots() {
+  std::vector<std::string> roots;
+  if (const char* env = std::getenv("RINGGRAD_DATA"); env && *env) {
+    std::string list = env;
+    for (size_t start = 0; start <= list.size();) {
+      size_t end = list.find(':', start);
+      if (end == std::string::npos) end = list.size();
+      if (end > start) roots.push_back(list.substr(start, end - start));
+      start = end + 1;
+    }
+  }
+  if (const char* home = std::getenv("HOME"); home && *home) roots.push_back(std::string(home) + "/.cache/ringgrad/data");
+  roots.push_back("/usr/share/datasets");
+  return roots;
+}
+
+std::string resolve_file(const std::string& dir, const std::string& file, bool gz_ok) {
+  std::error_code ec;
+  const std::string raw = dir + "/" + file;
+  if (fs::is_regular_file(raw, ec)) return raw;
+  if (gz_ok && fs::is_regular_file(raw + ".gz", ec)) return raw + ".gz";
+  return raw;
+}
+
+std::string find_dataset_dir(const std::string& name, const std::vector<std::string>& files, bool gz_ok,
+                             const std::string& root_override, const std::string& how_to_get) {
+  const std::vector<std::string> roots = root_override.empty() ? data_roots() : std::vector{root_override};
+  std::string tried;
+  for (const std::string& root : roots) {
+    const std::string dir = root + "/" + name;
+    std::string missing;
+    for (const std::string& file : files) {
+      const std::string path = resolve_file(dir, file, gz_ok);
+      std::error_code ec;
+      if (!fs::is_regular_file(path, ec)) missing = path + (gz_ok ? "[.gz]" : "");
+    }
+    if (missing.empty()) return dir;
+    tried += "\n  " + missing;
+  }
+  RG_THROW(name, ": dataset not found; expected file missing in every data root:", tried,
+           "\n  (roots: $RINGGRAD_DATA, ~/.cache/ringgrad/data, /usr/share/datasets)\n  ", how_to_get);
+}
+
+}  // namespace rg::data

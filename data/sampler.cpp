@@ -1,0 +1,82 @@
+// Samplers (see sampler.h). DistributedSampler::indices() mirrors
+// torch/utils/data/distributed.py line for line.
+#include "data/sampler.h"
+
+#include <iostream>
+#include <numeric>
+
+#include "tensor/error.h"
+#include "tensor/generator.h"
+
+namespace rg::data {
+
+namespace {
+
+std::vector<int64_t> identity(int64_t n) {
+  std::vector<int64_t> out(n);
+  std::iota(out.begin(), out.end(), int64_t{0});
+  return out;
+}
+
+std::vector<int64_t> permutation(int64_t n, uint64_t seed, int64_t epoch) {
+  Generator gen(seed + static_cast<uint64_t>(epoch));
+  return gen.randperm(n);
+}
+
+void check_size(int64_t n, const char* who) { RG_CHECK(n >= 0, who, ": dataset size must be >= 0, got ", n); }
+
+}  // namespace
+
+SequentialSampler::SequentialSampler(int64_t n) : n_(n) { check_size(n, "SequentialSampler"); }
+
+std::vector<int64_t> SequentialSampler::indices() {
+  ++epoch_;
+  return identity(n_);
+}
+
+RandomSampler::RandomSampler(int64_t n, uint64_t seed) : n_(n), seed_(seed) { check_size(n, "RandomSampler"); }
+
+std::vector<int64_t> RandomSampler::indices() { return permutation(n_, seed_, epoch_++); }
+
+DistributedSampler::DistributedSampler(int64_t n, DistributedSamplerOptions options)
+    : n_(n), options_(options) {
+  check_size(n, "DistributedSampler");
+  const int64_t r = options.num_replicas;
+  RG_CHECK(r > 0, "DistributedSampler: num_replicas must be > 0, got ", r);
+  RG_CHECK(options.rank >= 0 && options.rank < r, "DistributedSampler: rank ", options.rank,
+           " out of range [0, ", r, ")");
+  // PyTorch: with drop_last, ceil((n - R) / R) = floor(n / R) whenever n % R != 0.
+  num_samples_ = options_.drop_last && n % r != 0 ? n / r : (n + r - 1) / r;
+}
+
+int64_t DistributedSampler::num_padded() const {
+  if (options_.drop_last) return 0;
+  // Positions >= n of the padded list are duplicates; this rank holds those among
+  // rank, rank + R, ..., below total_size().
+  int64_t count = 0;
+  for (int64_t pos = options_.rank; pos < total_size(); pos += options_.num_replicas) count += pos >= n_;
+  return count;
+}
+
+std::vector<int64_t> DistributedSampler::indices() {
+  if (options_.shuffle && epoch_ == last_epoch_) {
+    if (repeated_epochs_++ == 0)
+      std::cerr << "ringgrad warning: DistributedSampler: epoch " << epoch_
+                << " starts with the same shuffled order as the last one; call sampler.set_epoch(epoch) before "
+                   "each epoch\n";
+  }
+  last_epoch_ = epoch_;
+  std::vector<int64_t> order = options_.shuffle ? permutation(n_, options_.seed, epoch_) : identity(n_);
+  const int64_t total = total_size();
+  if (!options_.drop_last) {
+    for (int64_t i = 0; static_cast<int64_t>(order.size()) < total; ++i) order.push_back(order[i]);
+  } else {
+    order.resize(total);
+  }
+  std::vector<int64_t> mine;
+  mine.reserve(num_samples_);
+  for (int64_t pos = options_.rank; pos < total; pos += options_.num_replicas) mine.push_back(order[pos]);
+  return mine;
+}
+
+}  // namespace rg::data

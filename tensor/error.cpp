@@ -1,0 +1,21 @@
+// Builds rg::Error messages with a short source location appended.
+#include "tensor/error.h"
+
+#include <cstring>
+
+namespace rg::detail {
+
+// __FILE__ is an absolute path; keep it from the repository layer folder on, so
+// messages read "tensor/ops.cpp:212" wherever the tree was built.
+static const char* short_path(const char* file) {
+  for (const char* layer : {"/tensor/", "/autograd/", "/nn/", "/data/", "/parallel/", "/report/", "/tools/"}) {
+    if (const char* hit = std::strstr(file, layer)) return hit + 1;
+  }
+  return file;
+}
+
+void throw_error(const char* file, int line, const std::string& message) {
+  throw Error(message + " (" + short_path(file) + ":" + std::to_string(line) + ")");
+}
+
+}  // namespace rg::detail

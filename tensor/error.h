@@ -1,0 +1,39 @@
+// Errors: every failure in ringgrad throws rg::Error. The message names the op and the
+// offending shapes/values first and ends with the source location, e.g.
+//   "matmul: inner dimensions differ: [2, 3] @ [4, 5] (tensor/ops.cpp:212)".
+#pragma once
+#include <sstream>
+#include <stdexcept>
+#include <string>
+
+namespace rg {
+
+class Error : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// Thrown by the bodies that the lab release strips out (see DESIGN.md section 7).
+class NotImplemented : public Error {
+ public:
+  explicit NotImplemented(const std::string& what) : Error("not implemented yet: " + what) {}
+};
+
+namespace detail {
+[[noreturn]] void throw_error(const char* file, int line, const std::string& message);
+
+template <class... Parts>
+std::string concat(const Parts&... parts) {
+  std::ostringstream out;
+  (out << ... << parts);
+  return out.str();
+}
+}  // namespace detail
+}  // namespace rg
+
+// RG_THROW("op: what went wrong ", value, ...) streams its arguments into one message.
+#define RG_THROW(...) ::rg::detail::throw_error(__FILE__, __LINE__, ::rg::detail::concat(__VA_ARGS__))
+#define RG_CHECK(cond, ...)  \
+  do {                       \
+    if (!(cond)) RG_THROW(__VA_ARGS__); \
+  } while (0)

@@ -1,0 +1,169 @@
+// A fork-join pool: workers wait for a numbered job, run their chunk, and count down.
+// Workers spin briefly before sleeping so back-to-back kernels of a training step do not
+// pay a futex wake-up each time.
+#include "tensor/thread_pool.h"
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <cstdlib>
+#include <exception>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tensor/error.h"
+
+namespace rg {
+
+namespace {
+thread_local bool tl_inside_parallel_region = false;
+constexpr int kSpinIterations = 20000;
+}  // namespace
+
+struct ThreadPool::State {
+  std::mutex mutex;
+  std::condition_variable wake;
+  std::condition_variable done;
+  std::mutex job_mutex;                 // one job at a time; other callers run inline
+  std::atomic<uint64_t> generation{0};  // bumped once per job
+  bool stopping = false;
+
+  // The current job.
+  const std::function<void(int64_t, int64_t)>* fn = nullptr;
+  int64_t begin = 0, chunk = 0, end = 0;
+  int num_chunks = 0;
+  std::atomic<int> remaining{0};
+  std::exception_ptr error;
+  std::vector<std::thread> workers;
+
+  void run_chunk(int index) {
+    int64_t lo = begin + index * chunk, hi = std::min(end, lo + chunk);
+    try {
+      tl_inside_parallel_region = true;
+      if (lo < hi) (*fn)(lo, hi);
+    } catch (...) {
+      std::lock_guard lock(mutex);
+      if (!error) error = std::current_exception();
+    }
+    tl_inside_parallel_region = false;
+  }
+
+  void worker_loop(int worker_index) {
+    uint64_t seen = 0;
+    while (true) {
+      for (int spin = 0; spin < kSpinIterations && generation.load(std::memory_order_acquire) == seen; ++spin) {
+      }
+      if (generation.load(std::memory_order_acquire) == seen) {
+        std::unique_lock lock(mutex);
+        wake.wait(lock, [&] { return stopping || generation.load() != seen; });
+        if (stopping) return;
+      }
+      seen = generation.load(std::memory_order_acquire);
+      int chunk_index = worker_index + 1;  // chunk 0 is the caller's
+      if (chunk_index < num_chunks) run_chunk(chunk_index);
+      if (remaining.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+        std::lock_guard lock(mutex);
+        done.notify_one();
+      }
+    }
+  }
+};
+
+ThreadPool::ThreadPool(int num_threads) : num_threads_(std::max(1, num_threads)), state_(std::make_unique<State>()) {
+  for (int i = 0; i + 1 < num_threads_; ++i) state_->workers.emplace_back([this, i] { state_->worker_loop(i); });
+}
+
+ThreadPool::~ThreadPool() {
+  {
+    std::lock_guard lock(state_->mutex);
+    state_->stopping = true;
+  }
+  state_->wake.notify_all();
+  for (auto& worker : state_->workers) worker.join();
+}
+
+void ThreadPool::parallel_for(int64_t begin, int64_t end, int64_t grain,
+                              const std::function<void(int64_t, int64_t)>& fn) {
+  if (end <= begin) return;
+  int64_t count = end - begin;
+  int64_t max_chunks = std::max<int64_t>(1, count / std::max<int64_t>(grain, 1));
+  int chunks = static_cast<int>(std::min<int64_t>(num_threads_, max_chunks));
+  State& s = *state_;
+  std::unique_lock job(s.job_mutex, std::defer_lock);
+  if (chunks <= 1 || tl_inside_parallel_region || !job.try_lock()) {
+    fn(begin, end);
+    return;
+  }
+  s.fn = &fn;
+  s.begin = begin;
+  s.end = end;
+  s.chunk = (count + chunks - 1) / chunks;
+  s.num_chunks = chunks;
+  s.error = nullptr;
+  s.remaining.store(static_cast<int>(s.workers.size()), std::memory_order_relaxed);
+  {
+    std::lock_guard lock(s.mutex);
+    s.generation.fetch_add(1, std::memory_order_release);
+  }
+  s.wake.notify_all();
+  s.run_chunk(0);
+  for (int spin = 0; spin < kSpinIterations && s.remaining.load(std::memory_order_acquire) > 0; ++spin) {
+  }
+  if (s.remaining.load(std::memory_order_acquire) > 0) {
+    std::unique_lock lock(s.mutex);
+    s.done.wait(lock, [&] { return s.remaining.load() == 0; });
+  }
+  if (s.error) std::rethrow_exception(s.error);
+}
+
+int default_num_threads() {
+  if (const char* env = std::getenv("RINGGRAD_NUM_THREADS")) {
+    int n = std::atoi(env);
+    RG_CHECK(n >= 1, "RINGGRAD_NUM_THREADS='", env, "' must be a positive integer");
+    return n;
+  }
+  int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  int local_processes = 1;
+  if (const char* env = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE")) local_processes = std::max(1, std::atoi(env));
+  return std::max(1, cores / local_processes);
+}
+
+namespace {
+std::mutex g_default_mutex;
+std::shared_ptr<ThreadPool>& default_pool_slot() {
+  static std::shared_ptr<ThreadPool> pool;
+  return pool;
+}
+thread_local std::shared_ptr<ThreadPool> tl_scoped_pool;
+}  // namespace
+
+ThreadPool& current_thread_pool() {
+  if (tl_scoped_pool) return *tl_scoped_pool;
+  std::lock_guard lock(g_default_mutex);
+  auto& pool = default_pool_slot();
+  if (!pool) pool = std::make_shared<ThreadPool>(default_num_threads());
+  return *pool;
+}
+
+int get_num_threads() { return current_thread_pool().num_threads(); }
+
+void set_num_threads(int num_threads) {
+  RG_CHECK(num_threads >= 1, "set_num_threads: ", num_threads, " must be >= 1");
+  if (tl_scoped_pool) {
+    tl_scoped_pool = std::make_shared<ThreadPool>(num_threads);
+    return;
+  }
+  std::lock_guard lock(g_default_mutex);
+  default_pool_slot() = std::make_shared<ThreadPool>(num_threads);
+}
+
+ThreadPoolScope::ThreadPoolScope(int num_threads)
+    : pool_(std::make_shared<ThreadPool>(num_threads)), previous_(tl_scoped_pool) {
+  tl_scoped_pool = pool_;
+}
+
+ThreadPoolScope::~ThreadPoolScope() { tl_scoped_pool = previous_; }
+
+}  // namespace rg
