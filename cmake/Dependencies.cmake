@@ -1,10 +1,11 @@
 # Third-party libraries, all from Debian packages (scripts/run.sh installs them).
 # OpenBLAS is found directly rather than through FindBLAS: Debian's generic libblas.so may
 # point at the slow reference BLAS, and we need openblas_set_num_threads().
-find_path(OPENBLAS_INCLUDE_DIR cblas.h PATH_SUFFIXES openblas-pthread openblas REQUIRED
-          HINTS /usr/include/x86_64-linux-gnu/openblas-pthread)
-find_library(OPENBLAS_LIBRARY NAMES openblas PATH_SUFFIXES openblas-pthread REQUIRED
-             HINTS /usr/lib/x86_64-linux-gnu/openblas-pthread)
+# The suffixes also find packages unpacked under a CMAKE_PREFIX_PATH (scripts/gpu-check.sh).
+find_path(OPENBLAS_INCLUDE_DIR cblas.h REQUIRED
+          PATH_SUFFIXES x86_64-linux-gnu/openblas-pthread openblas-pthread openblas)
+find_library(OPENBLAS_LIBRARY NAMES openblas REQUIRED
+             PATH_SUFFIXES x86_64-linux-gnu/openblas-pthread openblas-pthread)
 add_library(ringgrad_openblas INTERFACE)
 target_include_directories(ringgrad_openblas SYSTEM INTERFACE ${OPENBLAS_INCLUDE_DIR})
 target_link_libraries(ringgrad_openblas INTERFACE ${OPENBLAS_LIBRARY})

@@ -40,14 +40,17 @@ CifarRecords parse_cifar(std::span<const uint8_t> bytes, CifarKind kind, const s
 
 namespace {
 
+// `records`: the number each file must hold, 0 for any.
 InMemoryDataset load_cifar(const std::string& folder, const std::vector<std::string>& files, CifarKind kind,
-                           const std::string& root, DatasetInfo info) {
+                           const std::string& root, int64_t records, DatasetInfo info) {
   const std::string dir =
       find_dataset_dir(folder, files, false, root, "get it with: scripts/download-data.sh " + folder);
   std::vector<Tensor> images, labels;
   for (const std::string& f : files) {
     const std::string path = dir + "/" + f;
     CifarRecords r = parse_cifar(read_file(path, kMaxCifarFile), kind, path);
+    RG_CHECK(records == 0 || r.labels.size(0) == records, path, ": holds ", r.labels.size(0), " records, the ",
+             "official file has ", records, " (pass official_counts = false to read a subset)");
     images.push_back(r.images);
     labels.push_back(r.labels);
   }
@@ -63,7 +66,7 @@ CIFAR10::CIFAR10(CifarOptions options)
               ? std::vector<std::string>{"data_batch_1.bin", "data_batch_2.bin", "data_batch_3.bin",
                                          "data_batch_4.bin", "data_batch_5.bin"}
               : std::vector<std::string>{"test_batch.bin"},
-          CifarKind::Cifar10, options.root,
+          CifarKind::Cifar10, options.root, options.official_counts ? 10000 : 0,
           {"CIFAR10",
            10,
            {{0.4914f, 0.4822f, 0.4465f}, {0.2470f, 0.2435f, 0.2616f}},
@@ -72,6 +75,7 @@ CIFAR10::CIFAR10(CifarOptions options)
 CIFAR100::CIFAR100(Cifar100Options options)
     : InMemoryDataset(load_cifar("cifar100", {options.split == Split::Train ? "train.bin" : "test.bin"},
                                  options.coarse ? CifarKind::Cifar100Coarse : CifarKind::Cifar100Fine, options.root,
+                                 options.official_counts ? (options.split == Split::Train ? 50000 : 10000) : 0,
                                  {"CIFAR100",
                                   options.coarse ? 20 : 100,
                                   {{0.5071f, 0.4865f, 0.4409f}, {0.2673f, 0.2564f, 0.2762f}},

@@ -52,6 +52,40 @@ Tensor resize_crop(const uint8_t* img, int64_t h, int64_t w, int64_t c, const Im
   return out;
 }
 
+// Debian 12's stb_image (2022-09-08) trusts a JPEG Huffman table's 16 code counts and
+// writes past its 257-entry size list when they add up to more than 256 (found by
+// fuzz_image; upstream stb 2.28 rejects such tables). Every DHT segment is checked here
+// first, walking the markers the way stb's decoder meets them.
+void check_jpeg_huffman_tables(std::span<const uint8_t> b, const std::string& file) {
+  // stb takes any input starting with 0xFF for a JPEG (fill bytes may precede the SOI
+  // marker); PNG and BMP files never start so.
+  const size_t n = b.size();
+  if (n < 2 || b[0] != 0xFF) return;
+  size_t pos = 0;
+  while (pos + 1 < n) {
+    const uint8_t marker = b[pos + 1];
+    // Entropy-coded bytes, fill bytes, stuffed zeros and markers without a length.
+    if (b[pos] != 0xFF || marker == 0xFF) {
+      ++pos;
+      continue;
+    }
+    if (marker == 0x00 || marker == 0x01 || (marker >= 0xD0 && marker <= 0xD8)) {
+      pos += 2;
+      continue;
+    }
+    if (marker == 0xD9 || pos + 3 >= n) return;
+    const size_t end = pos + 2 + (size_t{b[pos + 2]} << 8 | b[pos + 3]);
+    for (size_t t = pos + 4; marker == 0xC4 && t < end && t < n;) {
+      size_t codes = 0;  // stb reads missing bytes past the end of the file as 0
+      for (size_t i = 1; i <= 16 && t + i < n; ++i) codes += b[t + i];
+      RG_CHECK(codes <= 256, file, ": cannot decode image: corrupt JPEG Huffman table with ", codes,
+               " codes (at most 256)");
+      t += 17 + codes;
+    }
+    pos = std::max(end, pos + 2);
+  }
+}
+
 bool is_image_file(const fs::path& path) {
   std::string ext = path.extension().string();
   std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char ch) { return std::tolower(ch); });
@@ -96,6 +130,7 @@ InMemoryDataset load_folder(const ImageFolderOptions& options) {
 
 Tensor decode_image(std::span<const uint8_t> bytes, const ImageSize& size, const std::string& file) {
   RG_CHECK(bytes.size() <= static_cast<size_t>(INT32_MAX), file, ": image file too large: ", bytes.size(), " bytes");
+  check_jpeg_huffman_tables(bytes, file);
   int w = 0, h = 0, file_channels = 0;
   const auto c = static_cast<int>(size.channels);
   std::unique_ptr<uint8_t, void (*)(void*)> pixels(

@@ -142,6 +142,8 @@ DataLoader::DataLoader(const Dataset& dataset, DataLoaderOptions options)
   RG_CHECK(options_.batch_size > 0, "DataLoader: batch_size must be > 0, got ", options_.batch_size);
   RG_CHECK(options_.num_workers >= 0 && options_.prefetch_factor > 0, "DataLoader: num_workers must be >= 0 and ",
            "prefetch_factor > 0, got ", options_.num_workers, " and ", options_.prefetch_factor);
+  RG_CHECK(!(sampler_ && options_.shuffle), "DataLoader: give either a sampler or shuffle = true, not both ",
+           "(the sampler decides the order; DistributedSampler shuffles by itself)");
   if (!sampler_) {
     own_sampler_ = options_.shuffle ? std::unique_ptr<Sampler>(new RandomSampler(dataset.size(), options_.seed))
                                     : std::unique_ptr<Sampler>(new SequentialSampler(dataset.size()));

@@ -25,8 +25,8 @@ namespace rg::data {
 
 struct DataLoaderOptions {
   int64_t batch_size = 1;
-  bool shuffle = false;        // a RandomSampler seeded with `seed`; ignored when `sampler` is set
-  Sampler* sampler = nullptr;  // not owned; must outlive the loader
+  bool shuffle = false;        // a RandomSampler seeded with `seed`
+  Sampler* sampler = nullptr;  // instead of shuffle (setting both is an error); not owned
   bool drop_last = false;      // drop the last, smaller batch
   int num_workers = 0;         // 0: batches are made on the iterating thread
   int prefetch_factor = 2;     // batches in flight per worker

@@ -30,13 +30,13 @@ void constant_(const Tensor& t, double value) {
 void kaiming_uniform_(const Tensor& weight, Generator& gen, double a) {
   double gain = std::sqrt(2.0 / (1.0 + a * a));
   double bound = gain * std::sqrt(3.0 / static_cast<double>(fans(weight).first));
-  uniform_(weight, gen, -bound, bound);
+  init::uniform_(weight, gen, -bound, bound);
 }
 
 void xavier_uniform_(const Tensor& weight, Generator& gen, double gain) {
   auto [fan_in, fan_out] = fans(weight);
   double bound = gain * std::sqrt(6.0 / static_cast<double>(fan_in + fan_out));
-  uniform_(weight, gen, -bound, bound);
+  init::uniform_(weight, gen, -bound, bound);
 }
 
 }  // namespace rg::nn::init

@@ -1,6 +1,8 @@
 // Parameter initialisation, as PyTorch's torch.nn.init, from an explicit Generator. Every
 // function fills its tensor in place, and does nothing under an InitSkipGuard (clone()).
 #pragma once
+#include <utility>
+
 #include "tensor/generator.h"
 #include "tensor/tensor.h"
 

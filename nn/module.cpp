@@ -132,22 +132,28 @@ StateDict Module::state_dict() const {
   return out;
 }
 
-void Module::load_state_dict(const StateDict& state, bool strict) {
+void Module::check_state_dict(const StateDict& state, bool strict) const {
   StateDict own = state_dict();
   for (const auto& [name, target] : own) {
     auto found = state.find(name);
-    if (found == state.end()) {
-      RG_CHECK(!strict, "load_state_dict: missing entry '", name, "' of shape ", shape_str(target.shape()));
-      continue;
-    }
-    RG_CHECK(found->second.shape() == target.shape(), "load_state_dict: '", name, "' has shape ",
-             shape_str(found->second.shape()), " in the state but ", shape_str(target.shape()), " in the model");
-    target.copy_(found->second);
+    RG_CHECK(found != state.end() || !strict, "load_state_dict: missing entry '", name, "' of shape ",
+             shape_str(target.shape()));
+    RG_CHECK(found == state.end() || found->second.shape() == target.shape(), "load_state_dict: '", name,
+             "' has shape ", shape_str(found->second.shape()), " in the state but ", shape_str(target.shape()),
+             " in the model");
   }
   if (!strict) return;
   for (const auto& [name, value] : state)
     RG_CHECK(own.count(name), "load_state_dict: unexpected entry '", name, "' of shape ", shape_str(value.shape()),
              " (the model has no such parameter or buffer)");
+}
+
+void Module::load_state_dict(const StateDict& state, bool strict) {
+  check_state_dict(state, strict);
+  for (const auto& [name, target] : state_dict()) {
+    auto found = state.find(name);
+    if (found != state.end()) target.copy_(found->second);
+  }
 }
 
 std::shared_ptr<Module> Module::clone_impl() const {

@@ -55,9 +55,10 @@ class Module {
   void to(DType dtype);
 
   StateDict state_dict() const;
-  // Copies values into the existing tensors. Throws naming the entry on a shape
-  // mismatch; with strict, also on missing or unexpected entries.
+  // Copies values into the existing tensors, all or nothing: throws naming the entry on a
+  // shape mismatch and, with strict, on missing or unexpected entries (check_state_dict).
   void load_state_dict(const StateDict& state, bool strict = true);
+  void check_state_dict(const StateDict& state, bool strict = true) const;
 
   // A deep copy: new Variables and buffers holding copies of the data, same training
   // mode. Layers and models get it by deriving from nn::Cloneable<Self> (see below).

@@ -6,7 +6,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # Debian packages the build and tests need.
-PACKAGES=(g++ cmake ninja-build pkg-config libopenblas-dev catch2 zlib1g-dev)
+PACKAGES=(g++ cmake ninja-build pkg-config libopenblas-dev catch2 zlib1g-dev libstb-dev nlohmann-json3-dev
+          libcli11-dev libopenmpi-dev openmpi-bin dataset-fashion-mnist)
 BUILD_DIR=${RINGGRAD_BUILD_DIR:-build}
 
 as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }

@@ -85,7 +85,8 @@ template uint8_t* Tensor::data() const;
 // ---- views ----
 
 // Resolves one -1 in a requested shape against the element count.
-static Shape infer_shape(const Shape& requested, int64_t numel, const char* op) {
+static Shape infer_shape(const Shape& requested, const Shape& source, const char* op) {
+  int64_t numel = numel_of(source);
   Shape shape = requested;
   int64_t known = 1, infer_at = -1;
   for (size_t i = 0; i < shape.size(); ++i) {
@@ -98,11 +99,12 @@ static Shape infer_shape(const Shape& requested, int64_t numel, const char* op) 
     }
   }
   if (infer_at >= 0) {
-    RG_CHECK(known != 0 && numel % known == 0, op, ": shape ", shape_str(requested), " is invalid for ", numel,
-             " elements");
+    RG_CHECK(known != 0 && numel % known == 0, op, ": shape ", shape_str(requested), " is invalid for a tensor of shape ",
+             shape_str(source), " (", numel, " elements)");
     shape[infer_at] = numel / known;
   }
-  RG_CHECK(numel_of(shape) == numel, op, ": shape ", shape_str(requested), " is invalid for ", numel, " elements");
+  RG_CHECK(numel_of(shape) == numel, op, ": shape ", shape_str(requested), " is invalid for a tensor of shape ",
+           shape_str(source), " (", numel, " elements)");
   return shape;
 }
 
@@ -135,7 +137,7 @@ static std::optional<Shape> view_strides(const Shape& shape, const Shape& stride
 }
 
 Tensor Tensor::view(const Shape& requested) const {
-  Shape shape = infer_shape(requested, numel(), "view");
+  Shape shape = infer_shape(requested, shape_, "view");
   auto strides = view_strides(shape_, strides_, shape);
   RG_CHECK(strides.has_value(), "view: cannot view a tensor of shape ", shape_str(shape_), " with strides ",
            shape_str(strides_), " as ", shape_str(shape), " without a copy; use reshape()");
@@ -143,7 +145,7 @@ Tensor Tensor::view(const Shape& requested) const {
 }
 
 Tensor Tensor::reshape(const Shape& requested) const {
-  Shape shape = infer_shape(requested, numel(), "reshape");
+  Shape shape = infer_shape(requested, shape_, "reshape");
   if (auto strides = view_strides(shape_, strides_, shape)) return Tensor(storage_, shape, *strides, offset_, dtype_);
   return contiguous().view(shape);
 }
@@ -271,18 +273,21 @@ Tensor Tensor::contiguous() const {
 }
 
 Tensor Tensor::clone() const {
+  RG_CHECK(defined(), "clone: the tensor is undefined");
   Tensor out = empty(shape_, dtype_, device());
   backend_for(device().type).copy(*this, out);
   return out;
 }
 
 Tensor Tensor::to(Device target) const {
+  RG_CHECK(defined(), "to: the tensor is undefined");
   Tensor out = empty(shape_, dtype_, target);
   out.copy_(*this);
   return out;
 }
 
 Tensor Tensor::to(DType target) const {
+  RG_CHECK(defined(), "to: the tensor is undefined");
   if (target == dtype_) return *this;
   Tensor out = empty(shape_, target, device());
   backend_for(device().type).copy(*this, out);
@@ -336,12 +341,14 @@ const Tensor& Tensor::add_(double value) const {
 // ---- reading values ----
 
 double Tensor::item() const {
+  RG_CHECK(defined(), "item: the tensor is undefined");
   RG_CHECK(numel() == 1, "item: expects a tensor with one element, got shape ", shape_str(shape_));
   return to_vector<double>()[0];
 }
 
 template <class T>
 std::vector<T> Tensor::to_vector() const {
+  RG_CHECK(defined(), "to_vector: the tensor is undefined");
   Tensor host = (device().is_cpu() ? *this : to(Device::cpu())).to(dtype_of<T>()).contiguous();
   const T* p = host.data<T>();
   return std::vector<T>(p, p + host.numel());

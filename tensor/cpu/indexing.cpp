@@ -91,12 +91,14 @@ void scatter_add_typed(const Tensor& dst, int64_t dim, const Tensor& index, cons
 // src: (..., S, ...), index: (I,), dst: (..., I, ...).
 void index_select(const Tensor& src, int64_t dim, const Tensor& index, const Tensor& dst) {
   Shape index_strides = with_stride(Shape(dst.dim(), 0), dim, index.strides()[0]);
-  dispatch(src.dtype(), [&](auto tag) { gather_walk<decltype(tag)>(dst.shape(), src, dim, index, index_strides, dst); });
+  dispatch(src.dtype(),
+           [&](auto tag) { gather_walk<decltype(tag)>(dst.shape(), src, dim, index, index_strides, dst); });
 }
 
 // index and dst have one shape, of src's rank.
 void gather(const Tensor& src, int64_t dim, const Tensor& index, const Tensor& dst) {
-  dispatch(src.dtype(), [&](auto tag) { gather_walk<decltype(tag)>(dst.shape(), src, dim, index, index.strides(), dst); });
+  dispatch(src.dtype(),
+           [&](auto tag) { gather_walk<decltype(tag)>(dst.shape(), src, dim, index, index.strides(), dst); });
 }
 
 // index and src have one shape, of dst's rank.

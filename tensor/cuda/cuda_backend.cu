@@ -15,11 +15,14 @@ namespace {
 
 // Lazily created on first use of the device, so a process that only uses cuda:0 never
 // creates a context on the other GPUs.
+// The cuBLAS handle has its own flag: creating it costs tens of milliseconds, which a
+// program that only copies data should not pay.
 struct DeviceState {
   std::once_flag once;
   cudaStream_t stream = nullptr;
-  cublasHandle_t cublas = nullptr;
   std::unique_ptr<CachingAllocator> allocator;
+  std::once_flag cublas_once;
+  cublasHandle_t cublas = nullptr;
 };
 
 int visible_devices() {
@@ -67,8 +70,6 @@ class CudaBackend final : public Backend {
       // Non-blocking: our stream must not serialise with the legacy default stream,
       // which libraries loaded beside us may use.
       RG_CUDA_CHECK(cudaStreamCreateWithFlags(&s.stream, cudaStreamNonBlocking));
-      RG_CUBLAS_CHECK(cublasCreate(&s.cublas));
-      RG_CUBLAS_CHECK(cublasSetStream(s.cublas, s.stream));
       s.allocator = std::make_unique<CachingAllocator>([device](size_t n) { return device_malloc(device, n); },
                                                        [device](void* p) { device_free(device, p); });
     });
@@ -184,9 +185,13 @@ cudaStream_t stream_for(int device) {
 }
 
 cublasHandle_t cublas_for(int device) {
-  cublasHandle_t handle = backend().state(device).cublas;
+  DeviceState& s = backend().state(device);
   RG_CUDA_CHECK(cudaSetDevice(device));
-  return handle;
+  std::call_once(s.cublas_once, [&] {
+    RG_CUBLAS_CHECK(cublasCreate(&s.cublas));
+    RG_CUBLAS_CHECK(cublasSetStream(s.cublas, s.stream));
+  });
+  return s.cublas;
 }
 
 DeviceBuffer::DeviceBuffer(int device, size_t nbytes)

@@ -14,17 +14,18 @@
 
 // Every CUDA runtime and cuBLAS call goes through one of these: a failure throws rg::Error
 // with the call's text, CUDA's message and the file:line of the call.
-#define RG_CUDA_CHECK(call)                                                                     \
-  do {                                                                                          \
-    const cudaError_t rg_status_ = (call);                                                      \
-    if (rg_status_ != cudaSuccess) RG_THROW("cuda: ", #call, " failed: ", cudaGetErrorString(rg_status_)); \
+#define RG_CUDA_CHECK(call)                                                 \
+  do {                                                                      \
+    const cudaError_t rg_status_ = (call);                                  \
+    if (rg_status_ != cudaSuccess)                                          \
+      RG_THROW("cuda: ", #call, " failed: ", cudaGetErrorString(rg_status_)); \
   } while (0)
 
-#define RG_CUBLAS_CHECK(call)                                                                   \
-  do {                                                                                          \
-    const cublasStatus_t rg_status_ = (call);                                                   \
-    if (rg_status_ != CUBLAS_STATUS_SUCCESS)                                                    \
-      RG_THROW("cublas: ", #call, " failed: ", cublasGetStatusString(rg_status_));              \
+#define RG_CUBLAS_CHECK(call)                                                     \
+  do {                                                                            \
+    const cublasStatus_t rg_status_ = (call);                                     \
+    if (rg_status_ != CUBLAS_STATUS_SUCCESS)                                      \
+      RG_THROW("cublas: ", #call, " failed: ", cublasGetStatusString(rg_status_)); \
   } while (0)
 
 // A checked kernel launch of `grid` blocks of kBlock threads:

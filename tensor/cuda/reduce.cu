@@ -206,10 +206,11 @@ void reduce_tensor(ReduceOp op, const Tensor& src, const Tensor& dst) {
     using T = decltype(tag);
     if (sum_like)
       RG_CUDA_LAUNCH_GRID(sum_kernel<T>, grid, stream, in_ptr<T>(src), out_ptr<T>(dst), l, group,
-             op == ReduceOp::mean);
+                          op == ReduceOp::mean);
     else
       RG_CUDA_LAUNCH_GRID(extreme_kernel<T>, grid, stream, in_ptr<T>(src), dst.raw_data(), l, group,
-             op == ReduceOp::max || op == ReduceOp::argmax, op == ReduceOp::argmax || op == ReduceOp::argmin);
+                          op == ReduceOp::max || op == ReduceOp::argmax,
+                          op == ReduceOp::argmax || op == ReduceOp::argmin);
   });
 }
 
@@ -226,7 +227,7 @@ void softmax_tensor(const Tensor& src, const Tensor& dst, int64_t dim, bool log)
   dispatch_floating(x.dtype(), [&](auto tag) {
     using T = decltype(tag);
     RG_CUDA_LAUNCH_GRID(softmax_kernel<T>, groups_grid(outer * inner, group), stream, in_ptr<T>(x), out_ptr<T>(y),
-           outer * inner, n, inner, group, log);
+                        outer * inner, n, inner, group, log);
   });
   if (!y.same_data(dst)) copy_tensor(y, dst);
 }

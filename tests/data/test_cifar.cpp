@@ -21,7 +21,7 @@ std::string write_cifar10(const test::TempDir& dir) {
 
 TEST_CASE("data.cifar10_reads_records_in_chw", "[data]") {
   test::TempDir dir;
-  data::CIFAR10 train({.split = data::Split::Train, .root = write_cifar10(dir)});
+  data::CIFAR10 train({.split = data::Split::Train, .root = write_cifar10(dir), .official_counts = false});
   REQUIRE(train.size() == 10);
   CHECK(train.images().shape() == Shape{10, 3, 32, 32});
   CHECK(train.labels().to_vector<int64_t>() == std::vector<int64_t>{1, 8, 2, 7, 3, 6, 4, 5, 5, 4});
@@ -29,7 +29,9 @@ TEST_CASE("data.cifar10_reads_records_in_chw", "[data]") {
   data::Example ex = train.get(3);
   CHECK(ex.image.select(0, 1).to_vector<int>()[0] == (1 + 1024) % 256);
   CHECK(train.normalization().mean.size() == 3);
-  data::CIFAR10 test({.split = data::Split::Test, .root = dir.str()});
+  data::CIFAR10 test({.split = data::Split::Test, .root = dir.str(), .official_counts = false});
+  CHECK_THAT(error_of([&] { data::CIFAR10({.root = dir.str()}); }),
+             Contains(dir / "cifar10/data_batch_1.bin: holds 2 records, the official file has 10000"));
   CHECK(test.size() == 1);
   CHECK(test.class_names()[7] == "horse");
 }
@@ -64,8 +66,9 @@ TEST_CASE("data.cifar10_missing_file", "[data]") {
 TEST_CASE("data.cifar100_fine_and_coarse_labels", "[data]") {
   test::TempDir dir;
   test::write_file(dir / "cifar100/train.bin", test::cifar_records({{3, 99}, {19, 0}}));
-  CHECK(data::CIFAR100({.root = dir.str()}).labels().to_vector<int64_t>() == std::vector<int64_t>{99, 0});
-  CHECK(data::CIFAR100({.root = dir.str(), .coarse = true}).labels().to_vector<int64_t>() ==
+  CHECK(data::CIFAR100({.root = dir.str(), .official_counts = false}).labels().to_vector<int64_t>() ==
+        std::vector<int64_t>{99, 0});
+  CHECK(data::CIFAR100({.root = dir.str(), .coarse = true, .official_counts = false}).labels().to_vector<int64_t>() ==
         std::vector<int64_t>{3, 19});
   CHECK_THAT(error_of([] { data::parse_cifar(test::cifar_records({{20, 5}}), data::CifarKind::Cifar100Coarse, "c.bin"); }),
              Contains("label 20, out of range [0, 20)"));

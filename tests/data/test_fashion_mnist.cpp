@@ -31,7 +31,7 @@ TEST_CASE("data.fashion_mnist_real_files", "[data]") {
   double sum = 0, sum_sq = 0;
   for (int64_t i = 0; i < n; ++i) {
     sum += px[i];
-    sum_sq += double{px[i]} * px[i];
+    sum_sq += static_cast<double>(px[i]) * px[i];
   }
   const double m = sum / n / 255.0, sd = std::sqrt(sum_sq / n / (255.0 * 255.0) - m * m);
   CHECK(m == Approx(0.2860).margin(5e-4));

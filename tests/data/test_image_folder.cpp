@@ -80,6 +80,18 @@ TEST_CASE("data.image_folder_oversized_image", "[data]") {
   CHECK_THAT(cap, Contains("the limit is 100"));
 }
 
+TEST_CASE("data.image_corrupt_jpeg_huffman_table", "[data]") {
+  // A DHT segment whose 16 code counts add up to 272: Debian's stb_image would write past
+  // its table (fuzz/corpus/image/crash-stb-jpeg-dht-overflow); ours refuses it first.
+  test::Bytes jpeg(27, 17);
+  const uint8_t head[] = {0xFF, 0xD8, 0xFF, 0xC4, 0x00, 0x13, 0x00};
+  std::copy(std::begin(head), std::end(head), jpeg.begin());
+  jpeg[25] = 0xFF;
+  jpeg[26] = 0xD9;
+  CHECK_THAT(error_of([&] { data::decode_image(jpeg, {}, "bad.jpg"); }),
+             Contains("bad.jpg: cannot decode image: corrupt JPEG Huffman table with 272 codes"));
+}
+
 TEST_CASE("data.image_folder_empty_class_folder", "[data]") {
   test::TempDir dir;
   write_pets(dir);

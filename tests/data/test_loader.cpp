@@ -122,6 +122,7 @@ TEST_CASE("data.loader_with_distributed_sampler_covers_the_data", "[data]") {
     sampler.set_epoch(2);
     data::DataLoader loader(ds, {.batch_size = 4, .sampler = &sampler, .num_workers = 1});
     CHECK(loader.size() == 5);  // 17 per rank
+    CHECK_THROWS_AS(data::DataLoader(ds, {.shuffle = true, .sampler = &sampler}), Error);
     for (auto& [x, y] : loader)
       for (int64_t i = 0; i < x.size(0); ++i) images.insert(x.select(0, i).to_vector<float>());
   }

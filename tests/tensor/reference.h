@@ -1,5 +1,4 @@
-// Shared helpers for the tensor tests: a naive strided reader that touches no library kernel,
-// hand-written broadcasting, seeded inputs from <random>, and element-by-element checks.
+// Helpers shared by the tensor tests: a naive strided reader, hand-made broadcasting, seeded inputs, checks.
 #pragma once
 #include <catch2/catch.hpp>
 
@@ -9,6 +8,7 @@
 #include <functional>
 #include <iomanip>
 #include <random>
+#include <source_location>
 #include <vector>
 
 #include "tensor/ops.h"
@@ -117,9 +117,11 @@ inline bool close(double actual, double expected, double rtol, double atol) {
   return std::fabs(actual - expected) <= atol + rtol * std::fabs(expected);
 }
 
-// Checks the shape, then every element, reporting the first one that differs.
+// Checks the shape, then every element, reporting the first one that differs and the caller's line.
 inline void require_close(const rg::Tensor& actual, const rg::Shape& shape, const std::vector<double>& expected,
-                          double rtol = 1e-6, double atol = 1e-6) {
+                          double rtol = 1e-6, double atol = 1e-6,
+                          std::source_location caller = std::source_location::current()) {
+  INFO("checked at " << caller.file_name() << ":" << caller.line());
   REQUIRE(actual.shape() == shape);
   const std::vector<double> got = values(actual);
   REQUIRE(got.size() == expected.size());

@@ -1,5 +1,4 @@
-// Elementwise ops against std:: reference loops: every layout (strided, broadcast, 0-d, empty),
-// dtype promotion, scalar operators, in-place ops (on views, without allocating), threads.
+// Elementwise ops, promotion, scalar operators and in-place ops against std:: loops, on every layout.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -191,6 +190,9 @@ TEST_CASE("tensor.dtype_promotion", "[tensor]") {
   REQUIRE((i + i.to(DType::int32)).dtype() == DType::int64);
   REQUIRE((i.to(DType::uint8) + i.to(DType::int32)).dtype() == DType::int32);
   REQUIRE(values(lt(i, Tensor::scalar(1.5))) == Values{1, 0, 0});
+  const Tensor picked = where(Tensor::from_vector(std::vector<uint8_t>{1, 0, 1}, {3}), i, f);
+  REQUIRE(picked.dtype() == DType::float32);
+  REQUIRE(values(picked) == Values{1, 0.25, 3});
 }
 
 TEST_CASE("tensor.scalar_operators", "[tensor]") {
@@ -253,6 +255,10 @@ TEST_CASE("tensor.inplace_ops", "[tensor]") {
   expect([](double a, double) { return a * 3.0; });
   x.add_(1.5);
   expect([](double a, double) { return a + 1.5; });
+
+  ey = ex;
+  x.add_(x);  // an input may also be the output, element for element
+  expect(std::plus<>());
 
   Tensor row = random_tensor({4}, 42, DType::float64);  // broadcast over the rows
   ey = values(row);
@@ -354,4 +360,23 @@ TEST_CASE("tensor.large_tensors_same_result_on_1_and_2_threads", "[tensor]") {
   ref::require_close(two[0], {1024, 2048}, binary_ref(a, b, std::plus<>()));
   ref::require_close(two[1], {2048, 1024}, unary_ref(a.t(), [](double v) { return std::exp(v); }));
   ref::require_close(two[4], {1024, 2048}, binary_ref(a, b, std::multiplies<>()));
+}
+
+TEST_CASE("tensor.ieee_special_values", "[tensor]") {
+  const double inf = INFINITY, nan = NAN;
+  const Tensor zero = Tensor::zeros({1}), minus_one = Tensor::full({1}, -1.0);
+  ref::require_close(log(zero), {1}, {-inf});
+  ref::require_close(reciprocal(zero), {1}, {inf});
+  ref::require_close(sqrt(minus_one), {1}, {nan});
+  ref::require_close(exp(Tensor::full({1}, 1000.0)), {1}, {inf});
+  ref::require_close(sigmoid(Tensor::from_vector(std::vector<float>{-1000, 1000}, {2})), {2}, {0, 1});
+  ref::require_close(pow(zero, zero), {1}, {1});
+
+  // NaN propagates, as in PyTorch, whichever side it is on.
+  const Tensor x = Tensor::from_vector(std::vector<float>{NAN, 1, NAN}, {3});
+  const Tensor y = Tensor::from_vector(std::vector<float>{1, NAN, NAN}, {3});
+  ref::require_close(maximum(x, y), {3}, {nan, nan, nan});
+  ref::require_close(minimum(x, y), {3}, {nan, nan, nan});
+  ref::require_close(relu(x), {3}, {nan, 1, nan});
+  ref::require_close(clamp(x, -1, 1), {3}, {nan, 1, nan});
 }

@@ -93,3 +93,22 @@ TEST_CASE("tensor.error_cat_ranks_and_sizes", "[tensor]") {
   REQUIRE_ERROR(cat({}), Contains("cat"));
   REQUIRE_ERROR(stack({Tensor::ones({2}), Tensor::ones({3})}), Contains("stack") && Contains("[2]") && Contains("[3]"));
 }
+
+TEST_CASE("tensor.error_bad_arguments", "[tensor]") {
+  const Tensor x = Tensor::ones({2, 3});
+  REQUIRE_ERROR(sum(x, {1, 1}), Contains("sum") && Contains("1"));  // a dim twice
+  REQUIRE_ERROR(max(Tensor::zeros({0, 3}), {0}), Contains("max"));  // no identity for an empty max
+  REQUIRE_ERROR(x.slice(1, 0, 3, 0), Contains("slice") && Contains("step"));
+  REQUIRE_ERROR(chunk(x, 0), Contains("chunk") && Contains("0"));
+  REQUIRE_ERROR(index_select(x, 0, Tensor::zeros({1, 1}, DType::int64)),
+                Contains("index_select") && Contains("[1, 1]"));
+  REQUIRE_ERROR(one_hot(Tensor::from_vector(std::vector<int64_t>{-2}, {1}), 3), Contains("one_hot") && Contains("-2"));
+}
+
+TEST_CASE("tensor.error_undefined_tensor", "[tensor]") {
+  const Tensor undefined;
+  REQUIRE_FALSE(undefined.defined());
+  REQUIRE_ERROR(add(undefined, Tensor::ones({2})), Contains("add"));
+  REQUIRE_ERROR(undefined.item(), Contains("item"));
+  REQUIRE_ERROR(undefined.clone(), Contains("clone"));
+}

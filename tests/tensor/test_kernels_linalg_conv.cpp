@@ -99,7 +99,8 @@ TEST_CASE("tensor.matmul_reference_by_hand", "[tensor]") {
 
 TEST_CASE("tensor.matmul_small_and_odd_sizes", "[tensor]") {
   for (DType dtype : {DType::float32, DType::float64})
-    for (auto [m, k, n] : std::vector<std::array<int64_t, 3>>{{1, 1, 1}, {1, 7, 33}, {33, 7, 1}, {7, 33, 7}, {33, 1, 7}})
+    for (auto [m, k, n] :
+         std::vector<std::array<int64_t, 3>>{{1, 1, 1}, {1, 7, 33}, {33, 7, 1}, {7, 33, 7}, {33, 1, 7}})
       check_matmul(3, m, k, n, dtype);
 }
 
@@ -156,17 +157,18 @@ const std::vector<Conv2dGeometry> kGeometries = {
     {2, 2, 2, 2, 0, 0},  // 2x2 pooling
     {5, 5, 1, 1, 2, 2},  // padding wider than one
     {3, 2, 2, 1, 1, 0},  // rectangular kernel, mixed strides and pads
-    {1, 1, 1, 1, 0, 0},
-    {3, 3, 3, 2, 1, 1},
+    {1, 1, 1, 1, 0, 0},  // 1x1: cols is x itself
+    {3, 3, 3, 2, 1, 1},  // rows of windows tile, columns overlap
 };
 
-Shape cols_shape(const Shape& x, const Conv2dGeometry& g) {
-  int64_t oh = g.out_size(x[2], g.kernel_h, g.stride_h, g.pad_h), ow = g.out_size(x[3], g.kernel_w, g.stride_w, g.pad_w);
-  return {x[0], x[1] * g.kernel_h * g.kernel_w, oh * ow};
+Shape pooled_shape(const Shape& x, const Conv2dGeometry& g) {
+  return {x[0], x[1], g.out_size(x[2], g.kernel_h, g.stride_h, g.pad_h),
+          g.out_size(x[3], g.kernel_w, g.stride_w, g.pad_w)};
 }
 
-Shape pooled_shape(const Shape& x, const Conv2dGeometry& g) {
-  return {x[0], x[1], g.out_size(x[2], g.kernel_h, g.stride_h, g.pad_h), g.out_size(x[3], g.kernel_w, g.stride_w, g.pad_w)};
+Shape cols_shape(const Shape& x, const Conv2dGeometry& g) {
+  Shape out = pooled_shape(x, g);
+  return {x[0], x[1] * g.kernel_h * g.kernel_w, out[2] * out[3]};
 }
 
 template <class Fn>
@@ -175,7 +177,8 @@ void for_each_case(Fn fn) {
     for (const Shape& shape : std::vector<Shape>{{2, 3, 7, 9}, {1, 1, 5, 5}, {3, 2, 33, 17}, {64, 4, 12, 12}})
       for (const Conv2dGeometry& g : kGeometries) {
         INFO(dtype_name(dtype) << " x " << shape_str(shape) << ", kernel " << g.kernel_h << "x" << g.kernel_w
-                               << ", stride " << g.stride_h << "x" << g.stride_w << ", pad " << g.pad_h << "x" << g.pad_w);
+                               << ", stride " << g.stride_h << "x" << g.stride_w << ", pad " << g.pad_h << "x"
+                               << g.pad_w);
         fn(dtype, shape, g);
       }
 }
@@ -224,7 +227,8 @@ TEST_CASE("tensor.max_pool2d_matches_reference", "[tensor]") {
       cpu::max_pool2d(x, out, out_indices, g);
       REQUIRE(values(out) == values(expected));
       REQUIRE(values(out_indices) == values(expected_indices));
-      auto [public_out, public_indices] = max_pool2d(x, {g.kernel_h, g.kernel_w, g.stride_h, g.stride_w, g.pad_h, g.pad_w});
+      auto [public_out, public_indices] =
+          max_pool2d(x, {g.kernel_h, g.kernel_w, g.stride_h, g.stride_w, g.pad_h, g.pad_w});
       REQUIRE(values(public_out) == values(expected));
       REQUIRE(values(public_indices) == values(expected_indices));
     });
@@ -354,7 +358,8 @@ TEST_CASE("tensor.gather_kernel_strided_all_dtypes", "[tensor]") {
         Shape shape = {2, 3, 4};  // smaller than src in every dim, as gather allows
         shape[dim] = 6;
         double range = static_cast<double>(src.t.size(dim));
-        Tensor index = random_tensor({shape[2], shape[1], shape[0]}, 11 + dim, DType::int64, 0, range).permute({2, 1, 0});
+        Tensor index =
+            random_tensor({shape[2], shape[1], shape[0]}, 11 + dim, DType::int64, 0, range).permute({2, 1, 0});
         Values expected;
         ref::for_each_index(shape, [&](ref::Index i) {
           ref::Index j = i;
@@ -429,5 +434,7 @@ TEST_CASE("tensor.max_pool2d_backward_routes_to_argmax", "[tensor]") {
     int64_t plane = o[0] * 3 + o[1];
     expected[static_cast<size_t>(plane * 72 + static_cast<int64_t>(at(indices, o)))] += at(grad_out, o);
   });
-  with_1_and_2_threads([&] { ref::require_close(max_pool2d_backward(grad_out, indices, x.shape()), x.shape(), expected, 1e-14, 1e-14); });
+  with_1_and_2_threads([&] {
+    ref::require_close(max_pool2d_backward(grad_out, indices, x.shape()), x.shape(), expected, 1e-14, 1e-14);
+  });
 }

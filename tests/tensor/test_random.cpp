@@ -249,3 +249,30 @@ TEST_CASE("tensor.default_num_threads_reads_the_environment", "[tensor]") {
   local_size.set("1000");
   REQUIRE(default_num_threads() == 1);
 }
+
+TEST_CASE("tensor.ops_and_pools_from_several_threads", "[tensor]") {
+  // DataParallel runs one replica per thread: ops, the allocator and the pools must cope.
+  const Tensor a = ref::random_tensor({512, 1024}, 1), b = ref::random_tensor({1024}, 2);
+  const Values va = values(a), vb = values(b);
+  ThreadPool shared(2);
+  std::atomic<int> wrong{0};
+  auto replica = [&](int k) {
+    std::optional<ThreadPoolScope> own;
+    if (k % 2) own.emplace(1);  // half the threads get their own pool
+    for (int step = 0; step < 3; ++step) {
+      const std::vector<float> got = add(a, b).to_vector<float>();
+      for (size_t i = 0; i < got.size(); ++i)
+        if (std::fabs(got[i] - (va[i] + vb[i % 1024])) > 1e-6) ++wrong;
+      std::vector<std::atomic<int>> hits(10000);
+      shared.parallel_for(0, 10000, 100, [&](int64_t begin, int64_t end) {
+        for (int64_t i = begin; i < end; ++i) ++hits[static_cast<size_t>(i)];
+      });
+      for (const auto& h : hits)
+        if (h.load() != 1) ++wrong;
+    }
+  };
+  std::vector<std::thread> threads;
+  for (int k = 0; k < 4; ++k) threads.emplace_back(replica, k);
+  for (std::thread& t : threads) t.join();
+  REQUIRE(wrong.load() == 0);
+}

@@ -224,3 +224,13 @@ TEST_CASE("tensor.large_reductions_on_1_and_2_threads", "[tensor]") {
     }
   }
 }
+
+TEST_CASE("tensor.nan_propagates_through_reductions", "[tensor]") {
+  const Tensor x = Tensor::from_vector(std::vector<float>{1, NAN, 2, 3, 4, 5}, {2, 3});
+  for (const Tensor& r : {sum(x, {1}), mean(x, {1}), max(x, {1}), min(x, {1})}) {
+    REQUIRE(std::isnan(ref::at(r, {0})));
+    REQUIRE_FALSE(std::isnan(ref::at(r, {1})));
+  }
+  REQUIRE(std::isnan(max(x).item()));
+  REQUIRE(std::isnan(min(x.t()).item()));
+}

@@ -54,6 +54,9 @@ TEST_CASE("tensor.arange", "[tensor]") {
   REQUIRE(values(arange(5.0, 0.0, -1.5)) == Values{5.0, 3.5, 2.0, 0.5});
   REQUIRE(arange(0.0, 3.0, 1.0, DType::float64).dtype() == DType::float64);
   REQUIRE(arange(2.0, 2.0).numel() == 0);
+  const Tensor tenths = arange(0.0, 1.0, 0.1);  // ceil((end - start) / step) elements
+  REQUIRE(tenths.numel() == 10);
+  REQUIRE(ref::close(at(tenths, {9}), 0.9, 1e-6, 0));
 }
 
 TEST_CASE("tensor.every_dtype", "[tensor]") {
@@ -254,10 +257,15 @@ TEST_CASE("tensor.virtual_device_copies_are_counted", "[tensor]") {
   REQUIRE(copy_stats(Device::cpu(1)).bytes_out == 24);
   REQUIRE(copy_stats(Device::cpu(0)).bytes_in == 24);
 
+  Tensor strided = x.t().to(Device::cpu(1));
+  REQUIRE(values(strided) == Values{0, 3, 1, 4, 2, 5});
+  REQUIRE(copy_stats(Device::cpu(1)).bytes_in == 48);
+  REQUIRE(copy_stats(Device::cpu(0)).bytes_out == 48);
+
   Tensor dst = Tensor::zeros({2, 3}, DType::float32, Device::cpu(1));
   dst.copy_(x);
   REQUIRE(values(dst) == values(x));
-  REQUIRE(copy_stats(Device::cpu(1)).bytes_in == 48);
+  REQUIRE(copy_stats(Device::cpu(1)).bytes_in == 72);
 
   reset_copy_stats();
   REQUIRE(copy_stats(Device::cpu(1)).bytes_in == 0);
@@ -291,4 +299,8 @@ TEST_CASE("tensor.printing", "[tensor]") {
   std::ostringstream ints;
   ints << Tensor::from_vector(std::vector<int64_t>{42, -7}, {2});
   REQUIRE_THAT(ints.str(), Contains("42") && Contains("-7") && Contains("dtype=") && Contains("int64"));
+
+  std::ostringstream edge_cases;
+  edge_cases << Tensor::scalar(3.5) << Tensor::zeros({0, 3}) << iota({2, 3}).t();
+  REQUIRE_THAT(edge_cases.str(), Contains("3.5") && Contains("dtype="));
 }

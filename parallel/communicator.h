@@ -1,0 +1,93 @@
+// What a backend provides to ProcessGroup: identity, the library's own collectives, batches
+// of point-to-point messages (all the hand-written algorithms need), and a gather of
+// fingerprints for debug mode. Every method runs on the group's communication thread and
+// must give up at ctx.deadline with ctx.timeout(...), so nothing waits forever.
+#pragma once
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "parallel/process_group.h"
+
+namespace rg::parallel {
+
+using Clock = std::chrono::steady_clock;
+
+// Identifies one op in error messages and carries its deadline.
+struct OpContext {
+  int rank = 0;
+  int64_t seq = 0;
+  std::string op;  // e.g. "all_reduce (ring)"
+  Clock::time_point deadline;
+  double timeout_s = 0;
+
+  // "rank 0: all_reduce (ring) #3 timed out after 2 s waiting for <what>"
+  [[noreturn]] void timeout(const std::string& what) const;
+  [[noreturn]] void fail(const std::string& what) const;  // "rank 0: all_reduce (ring) #3: <what>"
+};
+
+// What debug mode compares across ranks before a collective.
+enum class OpKind : int64_t { all_reduce, broadcast, reduce, all_gather, reduce_scatter, barrier };
+const char* op_kind_name(OpKind kind);
+struct Fingerprint {
+  int64_t seq = 0;
+  OpKind kind = OpKind::barrier;
+  int64_t dtype = 0;  // rg::DType
+  int64_t numel = 0;
+  int64_t root = 0;
+  bool operator==(const Fingerprint&) const = default;
+};
+std::string describe(const Fingerprint& f);  // "all_reduce of 10 float32", "barrier"
+
+struct P2POp {
+  enum Kind { send, recv } kind;
+  Tensor buffer;  // contiguous
+  int peer;
+};
+
+// Messages of collectives (tag = sequence number) never match user send/recv.
+enum class Channel { collective, user };
+
+class P2PRequest {
+ public:
+  virtual ~P2PRequest() = default;
+  virtual void wait(const OpContext& ctx) = 0;  // all the batch's messages are done
+};
+
+class Communicator {
+ public:
+  virtual ~Communicator() = default;
+  virtual std::string name() const = 0;
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  virtual int local_rank() const = 0;
+  virtual bool accepts(const Tensor& t) const = 0;  // on a device this backend handles
+  virtual std::string device_rule() const = 0;      // for the error when it does not
+
+  // The library's collectives; tensors are contiguous, lengths already checked.
+  virtual void all_reduce(const Tensor& t, ReduceOp op, const OpContext& ctx) = 0;
+  virtual void broadcast(const Tensor& t, int root, const OpContext& ctx) = 0;
+  virtual void reduce(const Tensor& t, int root, ReduceOp op, const OpContext& ctx) = 0;
+  virtual void all_gather(const Tensor& output, const Tensor& input, const OpContext& ctx) = 0;
+  virtual void reduce_scatter(const Tensor& output, const Tensor& input, ReduceOp op, const OpContext& ctx) = 0;
+  virtual void barrier(const OpContext& ctx) = 0;
+
+  // Starts every message of `ops` at once (a ring step sends and receives together).
+  virtual std::unique_ptr<P2PRequest> start_p2p(const std::vector<P2POp>& ops, Channel channel, int64_t tag) = 0;
+  // Every rank's fingerprint, in rank order.
+  virtual std::vector<Fingerprint> gather_fingerprints(const Fingerprint& mine, const OpContext& ctx) = 0;
+  [[noreturn]] virtual void abort(int exit_code) = 0;
+};
+
+// Sum, max or min of `incoming` into `acc` (same shape, any device); avg folds as sum.
+void reduce_into(const Tensor& acc, const Tensor& incoming, ReduceOp op);
+// t /= n in place, exactly as a serial sum / n would round.
+void divide_by(const Tensor& t, int n);
+
+// Backend factories (each in its own file; mpi and nccl only when built).
+std::unique_ptr<Communicator> make_mpi_communicator(int argc, char** argv);
+std::unique_ptr<Communicator> make_nccl_communicator(int argc, char** argv);
+
+}  // namespace rg::parallel

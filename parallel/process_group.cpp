@@ -1,0 +1,346 @@
+// ProcessGroup: argument checks on the caller's thread, then each op handed to the
+// CommThread (queued, or run at once for an idle blocking call) with its sequence number,
+// deadline, optional debug fingerprint check and traffic count. Which backend moves the
+// bytes is the Communicator's business.
+#include "parallel/process_group.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <utility>
+
+#include "parallel/algorithms.h"
+#include "parallel/comm_thread.h"
+#include "parallel/communicator.h"
+#include "parallel/local_world.h"
+#include "tensor/ops.h"
+
+namespace rg::parallel {
+
+namespace {
+constexpr double kDefaultTimeoutS = 300;
+
+double resolve_timeout(double requested) {
+  if (requested > 0) return requested;
+  if (const char* env = std::getenv("RINGGRAD_COLLECTIVE_TIMEOUT_S")) {
+    char* end = nullptr;
+    double value = std::strtod(env, &end);
+    RG_CHECK(end != env && *end == '\0' && value > 0, "RINGGRAD_COLLECTIVE_TIMEOUT_S='", env,
+             "' must be a positive number of seconds");
+    return value;
+  }
+  return kDefaultTimeoutS;
+}
+
+bool resolve_debug(bool requested) {
+  const char* env = std::getenv("RINGGRAD_DISTRIBUTED_DEBUG");
+  return requested || (env && std::strcmp(env, "detail") == 0);
+}
+
+// Runs fn on a contiguous 1-d view of t, copying back if t had to be made contiguous.
+template <class Fn>
+void on_flat(const Tensor& t, Fn&& fn) {
+  Tensor dense = t.contiguous();
+  fn(dense.view({dense.numel()}));
+  if (!dense.same_data(t)) t.copy_(dense);
+}
+}  // namespace
+
+const char* reduce_op_name(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::sum: return "sum";
+    case ReduceOp::avg: return "avg";
+    case ReduceOp::max: return "max";
+    case ReduceOp::min: return "min";
+  }
+  return "?";
+}
+
+const char* algorithm_name(Algorithm algorithm) {
+  switch (algorithm) {
+    case Algorithm::library: return "library";
+    case Algorithm::ring: return "ring";
+    case Algorithm::naive_ring: return "naive_ring";
+    case Algorithm::star: return "star";
+  }
+  return "?";
+}
+
+Algorithm parse_algorithm(const std::string& name) {
+  for (Algorithm a : {Algorithm::library, Algorithm::ring, Algorithm::naive_ring, Algorithm::star})
+    if (name == algorithm_name(a)) return a;
+  RG_THROW("unknown all-reduce algorithm '", name, "' (library, ring, naive_ring, star)");
+}
+
+const char* op_kind_name(OpKind kind) {
+  switch (kind) {
+    case OpKind::all_reduce: return "all_reduce";
+    case OpKind::broadcast: return "broadcast";
+    case OpKind::reduce: return "reduce";
+    case OpKind::all_gather: return "all_gather";
+    case OpKind::reduce_scatter: return "reduce_scatter";
+    case OpKind::barrier: return "barrier";
+  }
+  return "?";
+}
+
+std::string describe(const Fingerprint& f) {
+  std::string text = op_kind_name(f.kind);
+  if (f.kind != OpKind::barrier)
+    text += detail::concat(" of ", f.numel, " ", dtype_name(static_cast<DType>(f.dtype)));
+  if (f.kind == OpKind::broadcast || f.kind == OpKind::reduce) text += detail::concat(" from root ", f.root);
+  return text + detail::concat(" (#", f.seq, ")");
+}
+
+void OpContext::timeout(const std::string& what) const {
+  throw Error(detail::concat("rank ", rank, ": ", op, " #", seq, " timed out after ", timeout_s, " s waiting for ",
+                             what, "; the process group is broken"));
+}
+
+void OpContext::fail(const std::string& what) const {
+  throw Error(detail::concat("rank ", rank, ": ", op, " #", seq, ": ", what));
+}
+
+void reduce_into(const Tensor& acc, const Tensor& incoming, ReduceOp op) {
+  BinaryOp binary = op == ReduceOp::max ? BinaryOp::maximum : op == ReduceOp::min ? BinaryOp::minimum : BinaryOp::add;
+  binary_into(binary, acc, incoming, acc);
+}
+
+void divide_by(const Tensor& t, int n) {
+  backend_for(t).binary_scalar(BinaryOp::div, t, static_cast<double>(n), t);
+}
+
+ProcessGroup::ProcessGroup(std::unique_ptr<Communicator> comm, const ProcessGroupOptions& options)
+    : comm_(std::move(comm)),
+      algorithm_(options.algorithm),
+      timeout_s_(resolve_timeout(options.timeout_s)),
+      debug_(resolve_debug(options.debug)),
+      thread_(std::make_unique<CommThread>(timeout_s_)) {}
+
+ProcessGroup::~ProcessGroup() = default;
+
+int ProcessGroup::rank() const { return comm_->rank(); }
+int ProcessGroup::size() const { return comm_->size(); }
+int ProcessGroup::local_rank() const { return comm_->local_rank(); }
+std::string ProcessGroup::backend() const { return comm_->name(); }
+bool ProcessGroup::is_broken() const { return thread_->is_broken(); }
+void ProcessGroup::abort(int exit_code) {
+  comm_->abort(exit_code);
+  std::_Exit(exit_code);  // not reached: every backend's abort ends the process
+}
+
+CommStats ProcessGroup::stats() const {
+  std::lock_guard lock(stats_mutex_);
+  return stats_;
+}
+
+void ProcessGroup::reset_stats() {
+  std::lock_guard lock(stats_mutex_);
+  stats_ = {};
+}
+
+void ProcessGroup::check_tensor(const Tensor& t, const char* what) const {
+  RG_CHECK(t.defined(), what, ": the tensor is undefined");
+  RG_CHECK(comm_->accepts(t), what, ": a tensor on ", t.device().str(), " cannot go through the ", comm_->name(),
+           " backend (", comm_->device_rule(), ")");
+}
+
+void ProcessGroup::check_rank(int peer, const char* what) const {
+  RG_CHECK(peer >= 0 && peer < size(), what, ": rank ", peer, " is not in a group of ", size());
+}
+
+std::shared_ptr<Work> ProcessGroup::submit(std::optional<Fingerprint> fingerprint, const std::string& label,
+                                           Body body) {
+  thread_->check_not_broken();
+  int64_t seq = fingerprint ? next_seq_++ : next_p2p_seq_++;
+  if (fingerprint) fingerprint->seq = seq;
+  std::string description = detail::concat("rank ", rank(), ": ", label, " #", seq);
+  bool caller_waits = std::exchange(blocking_call_, false);
+  return thread_->submit(description, [this, fingerprint, label, seq, body = std::move(body)] {
+    auto start = Clock::now();
+    OpContext ctx{rank(), seq, label,
+                  start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_s_)),
+                  timeout_s_};
+    if (fingerprint && debug_) check_fingerprints(*fingerprint, ctx);
+    CommStats traffic;
+    body(ctx, traffic);
+    std::lock_guard lock(stats_mutex_);
+    stats_.bytes_sent += traffic.bytes_sent;
+    stats_.bytes_received += traffic.bytes_received;
+    stats_.seconds += std::chrono::duration<double>(Clock::now() - start).count();
+    stats_.operations += 1;
+  }, caller_waits);
+}
+
+void ProcessGroup::check_fingerprints(const Fingerprint& mine, const OpContext& ctx) {
+  std::vector<Fingerprint> all = comm_->gather_fingerprints(mine, ctx);
+  std::string mismatch;
+  for (size_t r = 1; r < all.size(); ++r)
+    if (!(all[r] == all[0])) mismatch += detail::concat(", rank ", r, " ", describe(all[r]));
+  if (!mismatch.empty())
+    ctx.fail("ranks disagree on the collective (RINGGRAD_DISTRIBUTED_DEBUG=detail): rank 0 " + describe(all[0]) +
+             mismatch);
+}
+
+std::shared_ptr<Work> ProcessGroup::all_reduce_async(const Tensor& t, const AllReduceOptions& options) {
+  check_tensor(t, "all_reduce");
+  RG_CHECK(options.op != ReduceOp::avg || is_floating(t.dtype()), "all_reduce: avg needs a floating dtype, not ",
+           dtype_name(t.dtype()));
+  Algorithm algorithm = options.algorithm.value_or(algorithm_);
+  RG_CHECK(algorithm == Algorithm::library || is_floating(t.dtype()), "all_reduce: the ", algorithm_name(algorithm),
+           " algorithm handles float32 and float64, not ", dtype_name(t.dtype()));
+  Fingerprint fp{0, OpKind::all_reduce, static_cast<int64_t>(t.dtype()), t.numel(), 0};
+  std::string label = detail::concat("all_reduce (", algorithm_name(algorithm), ")");
+  return submit(fp, label, [this, t, options, algorithm](const OpContext& ctx, CommStats& traffic) {
+    on_flat(t, [&](const Tensor& flat) {
+      PointToPoint p2p(*comm_, ctx, traffic);
+      switch (algorithm) {
+        case Algorithm::library:
+          comm_->all_reduce(flat, options.op, ctx);
+          traffic.bytes_sent += flat.nbytes();
+          traffic.bytes_received += flat.nbytes();
+          break;
+        case Algorithm::ring: ring_all_reduce(p2p, flat, options.op, options.trace); break;
+        case Algorithm::naive_ring: naive_ring_all_reduce(p2p, flat, options.op); break;
+        case Algorithm::star: star_all_reduce(p2p, flat, options.op); break;
+      }
+    });
+  });
+}
+
+std::shared_ptr<Work> ProcessGroup::broadcast_async(const Tensor& t, int root) {
+  check_tensor(t, "broadcast");
+  check_rank(root, "broadcast");
+  Fingerprint fp{0, OpKind::broadcast, static_cast<int64_t>(t.dtype()), t.numel(), root};
+  return submit(fp, "broadcast", [this, t, root](const OpContext& ctx, CommStats& traffic) {
+    on_flat(t, [&](const Tensor& flat) { comm_->broadcast(flat, root, ctx); });
+    (rank() == root ? traffic.bytes_sent : traffic.bytes_received) += t.nbytes();
+  });
+}
+
+std::shared_ptr<Work> ProcessGroup::reduce_async(const Tensor& t, int root, ReduceOp op) {
+  check_tensor(t, "reduce");
+  check_rank(root, "reduce");
+  RG_CHECK(op != ReduceOp::avg || is_floating(t.dtype()), "reduce: avg needs a floating dtype, not ",
+           dtype_name(t.dtype()));
+  Fingerprint fp{0, OpKind::reduce, static_cast<int64_t>(t.dtype()), t.numel(), root};
+  return submit(fp, "reduce", [this, t, root, op](const OpContext& ctx, CommStats& traffic) {
+    on_flat(t, [&](const Tensor& flat) { comm_->reduce(flat, root, op, ctx); });
+    (rank() == root ? traffic.bytes_received : traffic.bytes_sent) += t.nbytes();
+  });
+}
+
+std::shared_ptr<Work> ProcessGroup::all_gather_async(const Tensor& output, const Tensor& input) {
+  check_tensor(output, "all_gather");
+  check_tensor(input, "all_gather");
+  RG_CHECK(output.dtype() == input.dtype() && output.numel() == input.numel() * size(), "all_gather: the output (",
+           output.numel(), " ", dtype_name(output.dtype()), ") must hold ", size(), " x the input (", input.numel(),
+           " ", dtype_name(input.dtype()), ")");
+  Fingerprint fp{0, OpKind::all_gather, static_cast<int64_t>(input.dtype()), input.numel(), 0};
+  return submit(fp, "all_gather", [this, output, input](const OpContext& ctx, CommStats& traffic) {
+    Tensor in = input.contiguous().view({input.numel()});
+    on_flat(output, [&](const Tensor& out) { comm_->all_gather(out, in, ctx); });
+    traffic.bytes_sent += input.nbytes();
+    traffic.bytes_received += output.nbytes();
+  });
+}
+
+std::shared_ptr<Work> ProcessGroup::reduce_scatter_async(const Tensor& output, const Tensor& input, ReduceOp op) {
+  check_tensor(output, "reduce_scatter");
+  check_tensor(input, "reduce_scatter");
+  RG_CHECK(output.dtype() == input.dtype() && input.numel() == output.numel() * size(), "reduce_scatter: the input (",
+           input.numel(), " ", dtype_name(input.dtype()), ") must hold ", size(), " x the output (", output.numel(),
+           " ", dtype_name(output.dtype()), ")");
+  RG_CHECK(op != ReduceOp::avg || is_floating(input.dtype()), "reduce_scatter: avg needs a floating dtype, not ",
+           dtype_name(input.dtype()));
+  Fingerprint fp{0, OpKind::reduce_scatter, static_cast<int64_t>(input.dtype()), input.numel(), 0};
+  return submit(fp, "reduce_scatter", [this, output, input, op](const OpContext& ctx, CommStats& traffic) {
+    Tensor in = input.contiguous().view({input.numel()});
+    on_flat(output, [&](const Tensor& out) { comm_->reduce_scatter(out, in, op, ctx); });
+    traffic.bytes_sent += input.nbytes();
+    traffic.bytes_received += output.nbytes();
+  });
+}
+
+std::shared_ptr<Work> ProcessGroup::barrier_async() {
+  Fingerprint fp{0, OpKind::barrier, 0, 0, 0};
+  return submit(fp, "barrier", [this](const OpContext& ctx, CommStats&) { comm_->barrier(ctx); });
+}
+
+std::shared_ptr<Work> ProcessGroup::send_async(const Tensor& t, int dst, int tag) {
+  check_tensor(t, "send");
+  check_rank(dst, "send");
+  return submit(std::nullopt, detail::concat("send to rank ", dst), [this, t, dst, tag](const OpContext& ctx, CommStats& traffic) {
+    Tensor dense = t.contiguous();
+    comm_->start_p2p({{P2POp::send, dense, dst}}, Channel::user, tag)->wait(ctx);
+    traffic.bytes_sent += t.nbytes();
+  });
+}
+
+std::shared_ptr<Work> ProcessGroup::recv_async(const Tensor& t, int src, int tag) {
+  check_tensor(t, "recv");
+  check_rank(src, "recv");
+  return submit(std::nullopt, detail::concat("recv from rank ", src), [this, t, src, tag](const OpContext& ctx, CommStats& traffic) {
+    on_flat(t, [&](const Tensor& flat) { comm_->start_p2p({{P2POp::recv, flat, src}}, Channel::user, tag)->wait(ctx); });
+    traffic.bytes_received += t.nbytes();
+  });
+}
+
+template <class Start>
+void ProcessGroup::blocking(Start start) {
+  blocking_call_ = true;
+  std::shared_ptr<Work> work;
+  try {
+    work = start();
+  } catch (...) {
+    blocking_call_ = false;  // an argument error before submit
+    throw;
+  }
+  work->wait();
+}
+
+void ProcessGroup::all_reduce(const Tensor& t, const AllReduceOptions& options) {
+  blocking([&] { return all_reduce_async(t, options); });
+}
+void ProcessGroup::broadcast(const Tensor& t, int root) {
+  blocking([&] { return broadcast_async(t, root); });
+}
+void ProcessGroup::reduce(const Tensor& t, int root, ReduceOp op) {
+  blocking([&] { return reduce_async(t, root, op); });
+}
+void ProcessGroup::all_gather(const Tensor& output, const Tensor& input) {
+  blocking([&] { return all_gather_async(output, input); });
+}
+void ProcessGroup::reduce_scatter(const Tensor& output, const Tensor& input, ReduceOp op) {
+  blocking([&] { return reduce_scatter_async(output, input, op); });
+}
+void ProcessGroup::barrier() {
+  blocking([&] { return barrier_async(); });
+}
+void ProcessGroup::send(const Tensor& t, int dst, int tag) {
+  blocking([&] { return send_async(t, dst, tag); });
+}
+void ProcessGroup::recv(const Tensor& t, int src, int tag) {
+  blocking([&] { return recv_async(t, src, tag); });
+}
+
+std::shared_ptr<ProcessGroup> init_process_group(const ProcessGroupOptions& options, int argc, char** argv) {
+  if (options.backend == "local") return std::make_shared<ProcessGroup>(std::move(make_local_world(1).front()), options);
+#ifdef RINGGRAD_HAVE_MPI
+  if (options.backend == "mpi") return std::make_shared<ProcessGroup>(make_mpi_communicator(argc, argv), options);
+#endif
+#ifdef RINGGRAD_HAVE_NCCL
+  if (options.backend == "nccl") return std::make_shared<ProcessGroup>(make_nccl_communicator(argc, argv), options);
+#endif
+  (void)argc;
+  (void)argv;
+  RG_THROW("init_process_group: backend '", options.backend, "' is unknown or was not built (this build has: local",
+#ifdef RINGGRAD_HAVE_MPI
+           ", mpi",
+#endif
+#ifdef RINGGRAD_HAVE_NCCL
+           ", nccl",
+#endif
+           ")");
+}
+
+}  // namespace rg::parallel

@@ -1,0 +1,156 @@
+// Process groups: one interface over three backends (`local` threads, `mpi` processes,
+// `nccl` GPUs) for the collectives data-parallel training needs. Every op has a blocking
+// and an async form (a Work handle), counts its traffic per rank, and gives up with an
+// rg::Error after the group's timeout instead of hanging (DESIGN.md section 6).
+#pragma once
+#include <functional>
+#include <iosfwd>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include "tensor/tensor.h"
+
+namespace rg::parallel {
+
+enum class ReduceOp { sum, avg, max, min };  // avg needs a floating dtype
+// How all_reduce moves data: the backend's own collective, or one of the hand-written
+// algorithms of parallel/algorithms.cpp built on point-to-point messages.
+enum class Algorithm { library, ring, naive_ring, star };
+
+const char* reduce_op_name(ReduceOp op);
+const char* algorithm_name(Algorithm algorithm);
+Algorithm parse_algorithm(const std::string& name);  // "library", "ring", "naive_ring", "star"
+
+struct ProcessGroupOptions {
+  std::string backend = "local";             // "local", "mpi" or "nccl"
+  Algorithm algorithm = Algorithm::library;  // all_reduce's default in this group
+  double timeout_s = 0;  // every blocking wait; 0: $RINGGRAD_COLLECTIVE_TIMEOUT_S, else 300
+  bool debug = false;    // check ranks agree before each collective; also RINGGRAD_DISTRIBUTED_DEBUG=detail
+};
+
+struct AllReduceOptions {
+  ReduceOp op = ReduceOp::sum;
+  std::optional<Algorithm> algorithm = std::nullopt;  // unset: the group's
+  std::ostream* trace = nullptr;       // ring only: print which chunk each rank passes at each step
+};
+
+// Traffic of one rank since the last reset_stats(). Hand-written algorithms count every
+// message they send and receive; `library` ops count their payload (all_reduce of S
+// bytes: S sent and S received), since the library's internal traffic is invisible.
+struct CommStats {
+  uint64_t bytes_sent = 0;
+  uint64_t bytes_received = 0;
+  double seconds = 0;  // summed duration of the ops, measured where they run
+  int64_t operations = 0;
+};
+
+// An op in flight. wait() returns when the op is done, rethrows its error, or throws when
+// the op has run longer than the group's timeout.
+class Work {
+ public:
+  virtual ~Work() = default;
+  virtual void wait() = 0;
+  virtual bool is_completed() const = 0;
+};
+
+class Communicator;
+class CommThread;
+struct OpContext;
+struct Fingerprint;
+
+// All ops of a group run in the order they were issued: async ones on the group's
+// communication thread, blocking ones on the caller's thread when nothing is queued
+// (otherwise they queue behind the async ones and wait). Collectives must be issued
+// in the same order on every rank, from one thread per group. Tensors are updated in
+// place and must live on the backend's devices (CPU for local and mpi, CUDA for nccl);
+// non-contiguous tensors work through a contiguous copy.
+// An op that fails or times out marks the group broken: every later op throws at once.
+// The library never exits; a program ends a broken job with abort() (MPI_Abort under
+// MPI, because finalising with requests pending would hang).
+class ProcessGroup {
+ public:
+  ProcessGroup(std::unique_ptr<Communicator> comm, const ProcessGroupOptions& options);
+  ~ProcessGroup();
+  ProcessGroup(const ProcessGroup&) = delete;
+  ProcessGroup& operator=(const ProcessGroup&) = delete;
+
+  int rank() const;
+  int size() const;
+  int local_rank() const;  // rank among the processes of this node (the GPU to use)
+  std::string backend() const;
+  Algorithm algorithm() const { return algorithm_; }
+  double timeout_s() const { return timeout_s_; }
+  bool debug() const { return debug_; }
+
+  void all_reduce(const Tensor& t, const AllReduceOptions& options = {});
+  void broadcast(const Tensor& t, int root = 0);
+  void reduce(const Tensor& t, int root = 0, ReduceOp op = ReduceOp::sum);  // result on root only
+  void all_gather(const Tensor& output, const Tensor& input);  // output: size() * input.numel() elements, rank order
+  void reduce_scatter(const Tensor& output, const Tensor& input, ReduceOp op = ReduceOp::sum);  // input: size() * output
+  void barrier();
+  // Point to point. A send completes when the receiver has the data (on mpi, small
+  // messages may complete earlier), and ops run in issue order, so two ranks that both
+  // send first deadlock until the timeout: order sends and receives, or use a collective.
+  void send(const Tensor& t, int dst, int tag = 0);
+  void recv(const Tensor& t, int src, int tag = 0);
+
+  std::shared_ptr<Work> all_reduce_async(const Tensor& t, const AllReduceOptions& options = {});
+  std::shared_ptr<Work> broadcast_async(const Tensor& t, int root = 0);
+  std::shared_ptr<Work> reduce_async(const Tensor& t, int root = 0, ReduceOp op = ReduceOp::sum);
+  std::shared_ptr<Work> all_gather_async(const Tensor& output, const Tensor& input);
+  std::shared_ptr<Work> reduce_scatter_async(const Tensor& output, const Tensor& input, ReduceOp op = ReduceOp::sum);
+  std::shared_ptr<Work> barrier_async();
+  std::shared_ptr<Work> send_async(const Tensor& t, int dst, int tag = 0);
+  std::shared_ptr<Work> recv_async(const Tensor& t, int src, int tag = 0);
+
+  CommStats stats() const;
+  void reset_stats();
+  bool is_broken() const;
+  // Ends the whole job now (MPI_Abort on mpi and nccl; the process in a local world).
+  [[noreturn]] void abort(int exit_code = 1);
+
+ private:
+  using Body = std::function<void(const OpContext& ctx, CommStats& traffic)>;
+  // Queues `body`: a collective when `fingerprint` is set (sequence-numbered and, in debug
+  // mode, checked across ranks first), else a point-to-point op.
+  std::shared_ptr<Work> submit(std::optional<Fingerprint> fingerprint, const std::string& label, Body body);
+  // Runs start() (an *_async call) so that the op may run on this thread, then waits.
+  template <class Start>
+  void blocking(Start start);
+  void check_fingerprints(const Fingerprint& mine, const OpContext& ctx);
+  void check_tensor(const Tensor& t, const char* what) const;
+  void check_rank(int peer, const char* what) const;
+
+  std::unique_ptr<Communicator> comm_;
+  Algorithm algorithm_;
+  double timeout_s_;
+  bool debug_;
+  int64_t next_seq_ = 0;      // collectives issued so far (user thread only)
+  int64_t next_p2p_seq_ = 0;  // sends and receives issued so far
+  bool blocking_call_ = false;  // the op being submitted comes from a blocking call
+  mutable std::mutex stats_mutex_;
+  CommStats stats_;
+  std::unique_ptr<CommThread> thread_;  // declared last: stopped before the communicator goes
+};
+
+// Starts this process's group. "local" gives a world of one rank. "mpi" and "nccl" run
+// under mpirun (rank, size and local rank come from MPI) and initialise MPI at
+// MPI_THREAD_MULTIPLE unless the program already has (then that level is required), since
+// the communication thread calls MPI while the program's threads may too. OpenMPI makes
+// no asynchronous progress: a non-blocking op advances only while some thread is inside
+// MPI, so the communication thread polls every op it runs until done, and that is what
+// lets an async all-reduce overlap the caller's computation. MPI is finalised at exit
+// unless a group broke; a broken MPI job must end with abort().
+std::shared_ptr<ProcessGroup> init_process_group(const ProcessGroupOptions& options, int argc = 0,
+                                                 char** argv = nullptr);
+
+// Runs fn(group) for ranks 0..world_size-1 on world_size threads of this process sharing
+// memory, each with its own 1/world_size share of the CPU thread pool. Returns when all
+// are done; if a rank throws, the others' waits end at once and the first error is
+// rethrown here, naming its rank.
+void run_local_world(int world_size, const std::function<void(std::shared_ptr<ProcessGroup>)>& fn,
+                     ProcessGroupOptions options = {});
+
+}  // namespace rg::parallel

@@ -1,0 +1,133 @@
+// parallel.*: every collective and all-reduce algorithm on the local backend against the
+// serial reference for world sizes 1..8, traffic counters, async work, the ring's trace.
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <mutex>
+#include <sstream>
+
+#include "checks.h"
+#include "tensor/thread_pool.h"
+
+// Inside the namespace, ReduceOp means parallel::ReduceOp (rg::ReduceOp is the tensor reductions').
+namespace rg::parallel {
+using namespace testing;
+
+namespace {
+// Runs check(pg) on every rank of a local world and returns the first failure, or "".
+template <class Check>
+std::string on_world(int n, Check check, ProcessGroupOptions options = {}) {
+  std::mutex mutex;
+  std::string first;
+  run_local_world(
+      n,
+      [&](std::shared_ptr<ProcessGroup> pg) {
+        std::string error = check(*pg);
+        std::lock_guard lock(mutex);
+        if (first.empty()) first = error;
+      },
+      options);
+  return first;
+}
+}  // namespace
+
+TEST_CASE("parallel.all_reduce_matches_serial_reference", "[parallel][lab3]") {
+  for (int n = 1; n <= 8; ++n) {
+    INFO("world size " << n);
+    CHECK(on_world(n, [](ProcessGroup& pg) { return check_all_reduce_matrix(pg, Device::cpu()); }) == "");
+  }
+}
+
+TEST_CASE("parallel.collectives_match_serial_reference", "[parallel]") {
+  for (int n = 1; n <= 8; ++n) {
+    INFO("world size " << n);
+    CHECK(on_world(n, [](ProcessGroup& pg) {
+            for (DType dtype : {DType::float32, DType::float64, DType::int32, DType::int64})
+              for (int64_t length : {int64_t{0}, int64_t{1}, int64_t{pg.size() + 1}, int64_t{1009}}) {
+                std::string error = check_other_collectives(pg, dtype, length, Device::cpu());
+                if (!error.empty()) return error;
+              }
+            return std::string();
+          }) == "");
+  }
+}
+
+TEST_CASE("parallel.traffic_counters_follow_the_formulas", "[parallel][lab3]") {
+  for (int n = 1; n <= 8; ++n) {
+    INFO("world size " << n);
+    for (int64_t length : {int64_t{1}, int64_t{1000}, int64_t{100003}})
+      CHECK(on_world(n, [length](ProcessGroup& pg) { return check_traffic(pg, length); }) == "");
+  }
+}
+
+TEST_CASE("parallel.virtual_cpu_devices_and_views", "[parallel]") {
+  // Each rank's tensor on its own virtual device cpu:rank, and a transposed (non-contiguous) view.
+  CHECK(on_world(3, [](ProcessGroup& pg) {
+          Tensor base = input_for(pg.rank(), 12, DType::float64, Device::cpu()).to(Device::cpu(pg.rank()));
+          Tensor view = base.view({3, 4}).t();
+          pg.all_reduce(view, {.algorithm = Algorithm::ring});
+          return compare("transposed all_reduce", base,
+                         [&](int64_t i) { return serial_reduce<double>(ReduceOp::sum, pg.size(), i); });
+        }) == "");
+}
+
+TEST_CASE("parallel.async_work_completes_in_issue_order", "[parallel]") {
+  CHECK(on_world(4, [](ProcessGroup& pg) {
+          std::vector<Tensor> tensors;
+          std::vector<std::shared_ptr<Work>> works;
+          for (Algorithm algorithm : {Algorithm::ring, Algorithm::library, Algorithm::star, Algorithm::naive_ring}) {
+            tensors.push_back(input_for(pg.rank(), 5000, DType::float32, Device::cpu()));
+            works.push_back(pg.all_reduce_async(tensors.back(), {.op = ReduceOp::avg, .algorithm = algorithm}));
+          }
+          works.push_back(pg.barrier_async());
+          works.back()->wait();
+          for (auto& w : works)
+            if (!w->is_completed()) return std::string("an op issued before a finished barrier is not complete");
+          for (size_t k = 0; k < tensors.size(); ++k) {
+            works[k]->wait();
+            std::string error = compare("async avg", tensors[k], [&](int64_t i) {
+              return static_cast<double>(serial_reduce<float>(ReduceOp::avg, pg.size(), i));
+            });
+            if (!error.empty()) return error;
+          }
+          return std::string();
+        }) == "");
+}
+
+TEST_CASE("parallel.ring_trace_shows_the_relay_baton", "[parallel][lab3]") {
+  std::ostringstream trace;
+  run_local_world(4, [&](std::shared_ptr<ProcessGroup> pg) {
+    Tensor t = Tensor::full({12}, pg->rank() + 1.0);
+    pg->all_reduce(t, {.algorithm = Algorithm::ring, .trace = &trace});
+  });
+  std::string text = trace.str();
+  INFO(text);
+  // 4 ranks x (3 reduce-scatter + 3 all-gather steps), one line each.
+  CHECK(std::count(text.begin(), text.end(), '\n') == 24);
+  CHECK(text.find("reduce-scatter step 1/3  rank 0: sends chunk 0 [0,3) { 1 1 1 } to rank 1, receives chunk 3 "
+                  "from rank 3") != std::string::npos);
+  CHECK(text.find("reduce-scatter step 3/3  rank 0: sends chunk 2 [6,9) { 8 8 8 } to rank 1") != std::string::npos);
+  CHECK(text.find("all-gather step 1/3  rank 0: sends chunk 1 [3,6) { 10 10 10 } to rank 1") != std::string::npos);
+}
+
+TEST_CASE("parallel.init_process_group_local_and_options", "[parallel]") {
+  auto pg = init_process_group({.backend = "local", .algorithm = Algorithm::ring, .timeout_s = 7});
+  CHECK(pg->rank() == 0);
+  CHECK(pg->size() == 1);
+  CHECK(pg->backend() == "local");
+  CHECK(pg->timeout_s() == 7);
+  Tensor t = Tensor::full({5}, 2.0);
+  pg->all_reduce(t, {.op = ReduceOp::avg});
+  CHECK(t.to_vector<float>() == std::vector<float>(5, 2.0f));
+  CHECK(parse_algorithm("naive_ring") == Algorithm::naive_ring);
+  CHECK_THROWS_WITH(parse_algorithm("tree"), Catch::Contains("unknown all-reduce algorithm 'tree'"));
+  CHECK_THROWS_WITH(init_process_group({.backend = "carrier-pigeon"}), Catch::Contains("backend 'carrier-pigeon'"));
+}
+
+TEST_CASE("parallel.local_ranks_share_the_thread_pool", "[parallel]") {
+  std::atomic<int> total{0};
+  run_local_world(2, [&](std::shared_ptr<ProcessGroup>) { total += get_num_threads(); });
+  CHECK(total.load() == 2 * std::max(1, default_num_threads() / 2));
+}
+
+}  // namespace rg::parallel

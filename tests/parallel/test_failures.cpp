@@ -1,0 +1,154 @@
+// parallel.*: what goes wrong must end in a clear error, never a hang: timeouts naming
+// rank, op and sequence number, debug-mode fingerprints naming the mismatch, argument
+// errors, and run_local_world rethrowing the first rank's error.
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "parallel/process_group.h"
+
+// Inside the namespace, ReduceOp means parallel::ReduceOp (rg::ReduceOp is the tensor reductions').
+namespace rg::parallel {
+
+namespace {
+using Clock = std::chrono::steady_clock;
+
+// Runs fn on every rank of a world and collects each rank's error message ("" if none).
+std::vector<std::string> errors_of(int n, const std::function<void(ProcessGroup&)>& fn, ProcessGroupOptions options) {
+  std::vector<std::string> errors(n);
+  run_local_world(
+      n,
+      [&](std::shared_ptr<ProcessGroup> pg) {
+        try {
+          fn(*pg);
+        } catch (const Error& e) {
+          errors[pg->rank()] = e.what();
+        }
+      },
+      options);
+  return errors;
+}
+
+double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+}  // namespace
+
+TEST_CASE("parallel.timeout_names_rank_op_sequence_and_missing_ranks", "[parallel]") {
+  // Rank 1 skips the all-reduce and goes on to its next collective, a barrier.
+  auto start = Clock::now();
+  auto errors = errors_of(
+      2,
+      [](ProcessGroup& pg) {
+        Tensor t = Tensor::ones({1000});
+        pg.barrier();
+        if (pg.rank() == 0) pg.all_reduce(t, {.algorithm = Algorithm::ring});
+        pg.barrier();
+      },
+      {.timeout_s = 1});
+  CHECK(seconds_since(start) < 1 + 3);
+  INFO(errors[0] << "\n" << errors[1]);
+  CHECK_THAT(errors[0], Catch::Contains("rank 0: all_reduce (ring) #1 timed out after 1 s") &&
+                            Catch::Contains("rank 1"));
+  CHECK_THAT(errors[1], Catch::Contains("rank 1: barrier #1 timed out after 1 s") &&
+                            Catch::Contains("ranks 0 to arrive (the ranks that did not arrive)"));
+}
+
+TEST_CASE("parallel.broken_group_fails_fast", "[parallel]") {
+  auto errors = errors_of(
+      2,
+      [](ProcessGroup& pg) {
+        if (pg.rank() == 0) {
+          try {
+            pg.recv(Tensor::zeros({4}), 1);
+          } catch (const Error&) {
+          }
+          CHECK(pg.is_broken());
+          auto start = Clock::now();
+          try {
+            pg.barrier();
+          } catch (const Error& e) {
+            CHECK(seconds_since(start) < 0.5);
+            throw;
+          }
+        }
+      },
+      {.timeout_s = 0.5});
+  CHECK_THAT(errors[0], Catch::Contains("broken") && Catch::Contains("recv from rank 1 #0 timed out"));
+  CHECK(errors[1] == "");
+}
+
+TEST_CASE("parallel.debug_mode_names_count_mismatch", "[parallel]") {
+  auto errors = errors_of(
+      2,
+      [](ProcessGroup& pg) {
+        Tensor t = Tensor::ones({pg.rank() == 0 ? 10 : 20});
+        pg.all_reduce(t, {.algorithm = Algorithm::ring});
+      },
+      {.timeout_s = 5, .debug = true});
+  for (const auto& e : errors)
+    CHECK_THAT(e, Catch::Contains("rank 0 all_reduce of 10 float32 (#0), rank 1 all_reduce of 20 float32 (#0)"));
+}
+
+TEST_CASE("parallel.debug_mode_names_op_mismatch", "[parallel]") {
+  auto errors = errors_of(
+      2,
+      [](ProcessGroup& pg) {
+        Tensor t = Tensor::ones({10});
+        if (pg.rank() == 0) pg.all_reduce(t, {.algorithm = Algorithm::star});
+        pg.barrier();
+      },
+      {.timeout_s = 5, .debug = true});
+  for (const auto& e : errors) CHECK_THAT(e, Catch::Contains("rank 0 all_reduce of 10 float32 (#0), rank 1 barrier (#0)"));
+}
+
+TEST_CASE("parallel.local_library_ops_always_check_agreement", "[parallel]") {
+  // The local backend sees every rank's call, so even without debug mode it names the
+  // mismatch instead of reading past a shorter buffer.
+  auto errors = errors_of(
+      3,
+      [](ProcessGroup& pg) {
+        Tensor t = Tensor::ones({pg.rank() == 2 ? 7 : 8});
+        pg.all_reduce(t);
+      },
+      {.timeout_s = 5});
+  for (const auto& e : errors)
+    CHECK_THAT(e, Catch::Contains("rank 0 all_reduce of 8 float32 (#0), rank 2 all_reduce of 7 float32 (#0)"));
+}
+
+TEST_CASE("parallel.run_local_world_rethrows_the_first_error_with_its_rank", "[parallel]") {
+  auto start = Clock::now();
+  CHECK_THROWS_WITH(run_local_world(
+                        4,
+                        [](std::shared_ptr<ProcessGroup> pg) {
+                          if (pg->rank() == 2) throw Error("boom");
+                          pg->barrier();  // the others wait here until the world is aborted
+                        },
+                        {.timeout_s = 30}),
+                    Catch::Contains("local world: rank 2 failed: boom"));
+  CHECK(seconds_since(start) < 5);
+  CHECK_THROWS_AS(run_local_world(2, [](std::shared_ptr<ProcessGroup>) { throw NotImplemented("lab3.ring_allreduce"); }),
+                  NotImplemented);
+}
+
+TEST_CASE("parallel.argument_errors", "[parallel]") {
+  auto pg = init_process_group({.backend = "local"});
+  CHECK_THROWS_WITH(pg->broadcast(Tensor::ones({2}), 3), Catch::Contains("broadcast: rank 3 is not in a group of 1"));
+  CHECK_THROWS_WITH(pg->all_reduce(Tensor::ones({2}, DType::int64), {.op = ReduceOp::avg}),
+                    Catch::Contains("avg needs a floating dtype, not int64"));
+  CHECK_THROWS_WITH(pg->all_reduce(Tensor::ones({2}, DType::int32), {.algorithm = Algorithm::ring}),
+                    Catch::Contains("the ring algorithm handles float32 and float64, not int32"));
+  CHECK_THROWS_WITH(pg->all_gather(Tensor::ones({3}), Tensor::ones({2})), Catch::Contains("must hold 1 x the input"));
+  CHECK_THROWS_WITH(pg->all_reduce(Tensor()), Catch::Contains("the tensor is undefined"));
+  CHECK_FALSE(pg->is_broken());  // argument errors are the caller's, not the group's
+}
+
+TEST_CASE("parallel.timeout_from_the_environment", "[parallel]") {
+  // ctest sets RINGGRAD_COLLECTIVE_TIMEOUT_S for this suite; an explicit option wins.
+  if (const char* env = std::getenv("RINGGRAD_COLLECTIVE_TIMEOUT_S"))
+    CHECK(init_process_group({})->timeout_s() == std::stod(env));
+  CHECK(init_process_group({.timeout_s = 2.5})->timeout_s() == 2.5);
+}
+
+}  // namespace rg::parallel

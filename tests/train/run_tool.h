@@ -1,0 +1,68 @@
+// Helpers for the ringgrad-train tests: run the real binary in a shell (stdout and stderr
+// together, plain progress lines), and a fresh temporary folder per test case.
+#pragma once
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+namespace rg::train::test {
+
+struct ToolRun {
+  int exit_code = -1;  // -1: killed by a signal (an abort is a failure in every test)
+  std::string output;
+};
+
+// `env` is prefixed to the command line, e.g. "RINGGRAD_DATA=/tmp/x".
+inline ToolRun run_train(const std::string& args, const std::string& env = "") {
+  const std::string command = "RINGGRAD_PROGRESS=plain " + env + " " + RINGGRAD_TRAIN_BIN + " " + args + " 2>&1";
+  ToolRun run;
+  FILE* pipe = ::popen(command.c_str(), "r");
+  if (!pipe) return run;
+  char buffer[4096];
+  for (size_t n; (n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0;) run.output.append(buffer, n);
+  const int status = ::pclose(pipe);
+  run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return run;
+}
+
+inline std::string last_line(const std::string& text) {
+  const size_t end = text.find_last_not_of('\n');
+  if (end == std::string::npos) return "";
+  const size_t start = text.rfind('\n', end);
+  const size_t first = start == std::string::npos ? 0 : start + 1;
+  return text.substr(first, end - first + 1);
+}
+
+inline std::string read_text(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+struct TempDir {
+  std::filesystem::path path;
+  explicit TempDir(const std::string& name)
+      : path(std::filesystem::temp_directory_path() / ("ringgrad_train_" + name + "_" + std::to_string(::getpid()))) {
+    std::filesystem::remove_all(path);
+    std::filesystem::create_directories(path);
+  }
+  ~TempDir() {
+    std::error_code ignored;
+    std::filesystem::remove_all(path, ignored);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+};
+
+// Flags for a quick, single-threaded synthetic run writing into `out`.
+inline std::string quick_flags(const std::filesystem::path& out) {
+  return "--data synthetic --model mlp --batch-size 64 --lr 0.05 --threads 1 --out " + out.string();
+}
+
+}  // namespace rg::train::test

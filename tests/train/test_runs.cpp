@@ -1,0 +1,106 @@
+// End-to-end runs of ringgrad-train on synthetic data (seconds each): the summary line,
+// the files of a run, valid SVG charts, bit-for-bit determinism and exact resumption.
+#include <catch2/catch.hpp>
+#include <regex>
+
+#include "report/metrics.h"
+#include "report/xml_check.h"
+#include "run_tool.h"
+
+using namespace rg;
+using namespace rg::train::test;
+
+namespace {
+
+// The records (train steps and evaluations) written after step `after`.
+std::vector<report::Record> records_after(const std::filesystem::path& metrics, int64_t after) {
+  std::vector<report::Record> kept;
+  for (auto& r : report::read_jsonl(metrics)) {
+    if (r.at("step").as_int() > after) kept.push_back(r);
+  }
+  return kept;
+}
+
+}  // namespace
+
+TEST_CASE("train.summary_line_and_run_files", "[train]") {
+  TempDir dir("summary");
+  const ToolRun run = run_train(quick_flags(dir.path) + " --epochs 3");
+  INFO(run.output);
+  REQUIRE(run.exit_code == 0);
+  const std::string last = last_line(run.output);
+  const std::regex format(
+      R"(summary: test_acc=[01]\.[0-9]{4} test_loss=[0-9]+\.[0-9]{4} samples_per_s=[0-9]+ epochs=3 )"
+      R"(time_s=[0-9]+\.[0-9]( .*)?)");
+  CHECK(std::regex_match(last, format));
+  std::smatch acc;
+  REQUIRE(std::regex_search(last, acc, std::regex("test_acc=([0-9.]+)")));
+  CHECK(std::stod(acc[1]) > 0.5);  // ten classes: chance is 0.1
+  for (const char* file : {"metrics.jsonl", "config.json", "checkpoint.safetensors", "loss.svg", "accuracy.svg"}) {
+    CHECK(std::filesystem::exists(dir.path / file));
+  }
+  const auto records = report::read_jsonl(dir.path / "metrics.jsonl");
+  CHECK(records.size() == 3 * 16 + 3);  // 16 steps per epoch, one evaluation at each epoch's end
+}
+
+TEST_CASE("train.svg_charts_are_valid", "[train]") {
+  TempDir dir("svg");
+  REQUIRE(run_train(quick_flags(dir.path) + " --epochs 2 --eval-every 5").exit_code == 0);
+  for (const char* file : {"loss.svg", "accuracy.svg"}) {
+    INFO(file);
+    const std::string svg = read_text(dir.path / file);
+    CHECK(report::test::xml_problem(svg).empty());
+    CHECK(svg.find("<svg") != std::string::npos);
+    CHECK_FALSE(std::regex_search(svg, std::regex(R"(\b(nan|inf)\b)", std::regex::icase)));
+  }
+}
+
+TEST_CASE("train.determinism", "[train]") {
+  TempDir a("det_a"), b("det_b"), c("det_c");
+  const std::string flags = " --epochs 2 --eval-every 10 --seed 7";
+  REQUIRE(run_train(quick_flags(a.path) + flags).exit_code == 0);
+  REQUIRE(run_train(quick_flags(b.path) + flags).exit_code == 0);
+  REQUIRE(run_train(quick_flags(c.path) + " --epochs 2 --eval-every 10 --seed 8").exit_code == 0);
+  const std::string metrics_a = read_text(a.path / "metrics.jsonl");
+  CHECK(!metrics_a.empty());
+  CHECK(metrics_a == read_text(b.path / "metrics.jsonl"));
+  CHECK(metrics_a != read_text(c.path / "metrics.jsonl"));
+}
+
+TEST_CASE("train.resume_is_exact", "[train]") {
+  TempDir whole("resume_whole"), parts("resume_parts");
+  // 16 steps per epoch: the run stops mid-epoch (step 20) and resumes there.
+  const std::string flags = " --epochs 3 --optimizer sgd --momentum 0.9";
+  REQUIRE(run_train(quick_flags(whole.path) + flags + " --max-steps 40").exit_code == 0);
+  REQUIRE(run_train(quick_flags(parts.path) + flags + " --max-steps 20").exit_code == 0);
+  const std::string checkpoint = (parts.path / "checkpoint.safetensors").string();
+  const ToolRun resumed = run_train(quick_flags(parts.path) + flags + " --max-steps 40 --resume " + checkpoint);
+  INFO(resumed.output);
+  REQUIRE(resumed.exit_code == 0);
+  const auto expected = records_after(whole.path / "metrics.jsonl", 20);
+  const auto got = records_after(parts.path / "metrics.jsonl", 20);
+  CHECK(expected.size() == 20 + 2);  // steps 21..40, evaluations at 32 and 40
+  CHECK(got == expected);
+}
+
+TEST_CASE("train.resume_from_another_model_exits_2", "[train]") {
+  TempDir dir("resume_model");
+  REQUIRE(run_train(quick_flags(dir.path) + " --max-steps 2").exit_code == 0);
+  const ToolRun run = run_train("--data synthetic --model cnn --batch-size 64 --threads 1 --out " +
+                                (dir.path / "cnn").string() + " --resume " +
+                                (dir.path / "checkpoint.safetensors").string());
+  INFO(run.output);
+  CHECK(run.exit_code == 2);
+  CHECK(last_line(run.output).starts_with("error: --resume: "));
+  CHECK(run.output.find("mlp") != std::string::npos);
+}
+
+TEST_CASE("train.resume_from_a_corrupt_file_exits_2", "[train]") {
+  TempDir dir("resume_corrupt");
+  const auto bad = dir.path / "bad.safetensors";
+  std::ofstream(bad) << "not a checkpoint";
+  const ToolRun run = run_train(quick_flags(dir.path) + " --resume " + bad.string());
+  INFO(run.output);
+  CHECK(run.exit_code == 2);
+  CHECK(last_line(run.output).starts_with("error: --resume: "));
+}
