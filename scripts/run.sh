@@ -34,7 +34,8 @@ case "${1:-}" in
   demo)
     install_packages
     build
-    "$BUILD_DIR/bin/ringgrad-demo"
+    "$BUILD_DIR/bin/ringgrad-train" --data fashion-mnist --model mlp --epochs 3 \
+      --batch-size 128 --lr 0.05 --momentum 0.9 --out runs/demo
     ;;
   test)
     install_packages

@@ -98,7 +98,9 @@ Tensor reduce(ReduceOp op, const Tensor& x, const std::vector<int64_t>& dims, bo
   DType dtype = x.dtype();
   if (op == ReduceOp::argmax || op == ReduceOp::argmin) dtype = DType::int64;
   if (op == ReduceOp::sum && !is_floating(dtype)) dtype = DType::int64;
-  Tensor in = op == ReduceOp::mean ? as_floating(x) : x;
+  // The kernels read and write one dtype (argmax/argmin aside): integer sums run in int64
+  // (no uint8 overflow), means in floating point.
+  Tensor in = op == ReduceOp::mean ? as_floating(x) : op == ReduceOp::sum ? x.to(dtype) : x;
   if (op == ReduceOp::mean) dtype = in.dtype();
   Tensor out = Tensor::empty(keep_shape, dtype, x.device());
   backend_of(in).reduce(op, in, out);

@@ -234,3 +234,16 @@ TEST_CASE("tensor.nan_propagates_through_reductions", "[tensor]") {
   REQUIRE(std::isnan(max(x).item()));
   REQUIRE(std::isnan(min(x.t()).item()));
 }
+
+// Integer sums run in int64: a count of matches (uint8 from a comparison) must not wrap
+// or be read through the wrong element type.
+TEST_CASE("tensor.sum_of_uint8_counts_in_int64", "[tensor]") {
+  for (int64_t n : {3, 16, 100, 1000}) {
+    Tensor a = arange(n);
+    Tensor matches = sum(eq(a, a));
+    REQUIRE(matches.dtype() == DType::int64);
+    REQUIRE(matches.item() == static_cast<double>(n));
+  }
+  Tensor bytes = Tensor::full({300}, 255.0, DType::uint8);
+  REQUIRE(sum(bytes).item() == 300.0 * 255.0);
+}
