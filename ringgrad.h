@@ -16,6 +16,7 @@
 #include "nn/optim.h"
 #include "nn/schedule.h"
 #include "data/data.h"
+#include "parallel/ddp.h"
 #include "parallel/process_group.h"
 #include "report/metrics.h"
 #include "report/progress.h"

@@ -42,13 +42,37 @@ check() {
     -DCMAKE_CUDA_COMPILER="$nvcc" -DCMAKE_CUDA_ARCHITECTURES="${CUDA_ARCHS:-90}" \
     -DCMAKE_PREFIX_PATH="$root/usr" | grep -E "CUDA backend|NCCL|OpenBLAS|MPI|Error" || true
   echo "== build"
-  cmake --build "$BUILD" --parallel "$(nproc)" --target ringgrad_cuda cuda_tests tensor_tests bench_cuda
+  cmake --build "$BUILD" --parallel "$(nproc)" --target ringgrad_cuda cuda_tests tensor_tests bench_cuda bench_train_step
   echo "== GPU tests"
   ctest --test-dir "$BUILD" -R '^cuda\.' --output-on-failure || true
   echo "== CPU tensor tests on this machine (sanity)"
   ctest --test-dir "$BUILD" -R '^tensor\.' --parallel "$(nproc)" 2>&1 | tail -3
   echo "== GPU benchmarks"
   "$BUILD/bin/bench_cuda"
+  compare_training_step
+}
+
+# samples/s of the same MLP and CNN training step in ringgrad and (where present) PyTorch.
+compare_training_step() {
+  echo "== training step on the GPU (random 1x28x28 inputs, SGD momentum): ringgrad vs PyTorch"
+  local ours theirs
+  ours=$("$BUILD/bin/bench_train_step" --device cuda)
+  if python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
+    theirs=$(python3 bench/torch_train_step.py cuda)
+  else
+    theirs=""
+    echo "(PyTorch with CUDA not found: ringgrad's figures only)"
+  fi
+  printf '%-6s %6s %18s %18s %7s\n' model batch "ringgrad samples/s" "PyTorch samples/s" ratio
+  while read -r model batch rate; do
+    local ref
+    ref=$(awk -v m="$model" '$1 == m {print $3}' <<<"$theirs")
+    if [ -n "$ref" ]; then
+      printf '%-6s %6s %18s %18s %7.2f\n' "$model" "$batch" "$rate" "$ref" "$(awk -v a="$rate" -v b="$ref" 'BEGIN {print a / b}')"
+    else
+      printf '%-6s %6s %18s %18s %7s\n' "$model" "$batch" "$rate" - -
+    fi
+  done <<<"$ours"
 }
 
 case "${1:-check}" in

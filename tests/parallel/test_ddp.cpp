@@ -1,0 +1,302 @@
+// parallel.ddp.*: DistributedDataParallel on the local world. The oracle: N ranks with
+// local batch b train exactly like one process with batch N*b on the same samples, for
+// every all-reduce algorithm; plus buckets, overlap, no_sync, unused parameters and the
+// structure and consistency checks.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <mutex>
+
+#include "autograd/functions.h"
+#include "nn/layers.h"
+#include "nn/optim.h"
+#include "parallel/ddp.h"
+
+namespace rg::parallel {
+namespace {
+
+constexpr int64_t kIn = 6;
+constexpr int64_t kHidden = 16;
+constexpr int64_t kClasses = 4;
+constexpr int64_t kLocalBatch = 4;
+constexpr double kBytesPerMb = 1024.0 * 1024.0;
+
+// fc3(relu(fc2(relu(fc1(x))))); skip_fc2 leaves fc2 out of the forward (an unused layer).
+struct Mlp : nn::Cloneable<Mlp> {
+  explicit Mlp(int64_t hidden = kHidden) {
+    fc1 = register_module("fc1", nn::Linear(kIn, hidden));
+    fc2 = register_module("fc2", nn::Linear(hidden, hidden));
+    fc3 = register_module("fc3", nn::Linear(hidden, kClasses));
+  }
+  Variable forward(const Variable& x) override {
+    Variable h = relu(fc1->forward(x));
+    if (!skip_fc2) h = relu(fc2->forward(h));
+    return fc3->forward(h);
+  }
+  std::shared_ptr<nn::Linear> fc1, fc2, fc3;
+  bool skip_fc2 = false;
+};
+
+std::shared_ptr<Mlp> make_mlp(DType dtype, int64_t hidden = kHidden) {
+  Generator gen(7);
+  auto model = std::make_shared<Mlp>(hidden);
+  for (Variable& p : model->parameters()) normal_(p.data(), gen, 0.0, 0.5);
+  model->to(dtype);
+  return model;
+}
+
+std::shared_ptr<Mlp> clone_mlp(const Mlp& model) {
+  auto copy = std::static_pointer_cast<Mlp>(model.clone());
+  copy->skip_fc2 = model.skip_fc2;
+  return copy;
+}
+
+struct Batch {
+  Tensor x, y;
+  Batch rows(int64_t start, int64_t n) const { return {x.narrow(0, start, n), y.narrow(0, start, n)}; }
+};
+
+std::vector<Batch> make_batches(int steps, int64_t size, DType dtype) {
+  Generator gen(11);
+  std::vector<Batch> out;
+  for (int s = 0; s < steps; ++s)
+    out.push_back({randn({size, kIn}, gen, 0.0, 1.0, dtype), randint(0, kClasses, {size}, gen)});
+  return out;
+}
+
+optim::SGD make_sgd(const nn::Module& model) { return optim::SGD(model.parameters(), {.lr = 0.1, .momentum = 0.9}); }
+
+// Single-process training on the whole batches; `skip(step)` says whether fc2 is unused.
+void train_single(Mlp& model, const std::vector<Batch>& batches, const std::function<bool(int)>& skip) {
+  auto opt = make_sgd(model);
+  for (size_t s = 0; s < batches.size(); ++s) {
+    model.skip_fc2 = skip(static_cast<int>(s));
+    opt.zero_grad();
+    cross_entropy(model(batches[s].x), batches[s].y).backward();
+    opt.step();
+  }
+}
+
+// Every rank trains its replica on its share of each batch through DDP.
+void train_ddp(std::vector<std::shared_ptr<Mlp>>& replicas, const std::vector<Batch>& batches,
+               const DDPOptions& options, const std::function<bool(int)>& skip) {
+  const int n = static_cast<int>(replicas.size());
+  run_local_world(n, [&](std::shared_ptr<ProcessGroup> pg) {
+    Mlp& model = *replicas[pg->rank()];
+    DistributedDataParallel ddp(replicas[pg->rank()], pg, options);
+    auto opt = make_sgd(model);
+    for (size_t s = 0; s < batches.size(); ++s) {
+      model.skip_fc2 = skip(static_cast<int>(s));
+      Batch mine = batches[s].rows(pg->rank() * kLocalBatch, kLocalBatch);
+      opt.zero_grad();
+      cross_entropy(ddp(mine.x), mine.y).backward();
+      opt.step();
+    }
+  });
+}
+
+// The largest difference between a replica's parameters and the reference's, relative
+// to the reference's largest magnitude.
+double relative_error(const Mlp& replica, const Mlp& reference) {
+  double worst = 0;
+  auto mine = replica.named_parameters();
+  auto theirs = reference.named_parameters();
+  for (size_t i = 0; i < mine.size(); ++i) {
+    const Tensor& want = theirs[i].second.data();
+    double scale = std::max(1.0, max(abs(want)).item());
+    worst = std::max(worst, max_abs_diff(mine[i].second.data(), want) / scale);
+  }
+  return worst;
+}
+
+// Trains N replicas with DDP and one model single-process; returns the worst relative error.
+double oracle_error(int n, DType dtype, const DDPOptions& options, int steps,
+                    const std::function<bool(int)>& skip = [](int) { return false; }) {
+  auto initial = make_mlp(dtype);
+  auto batches = make_batches(steps, n * kLocalBatch, dtype);
+  auto reference = clone_mlp(*initial);
+  train_single(*reference, batches, skip);
+  std::vector<std::shared_ptr<Mlp>> replicas;
+  for (int r = 0; r < n; ++r) replicas.push_back(clone_mlp(*initial));
+  train_ddp(replicas, batches, options, skip);
+  double worst = 0;
+  for (auto& replica : replicas) worst = std::max(worst, relative_error(*replica, *reference));
+  return worst;
+}
+
+// Runs fn(rank, pg) on n ranks and returns the message of the error run_local_world rethrew.
+std::string error_from(int n, const std::function<void(int, std::shared_ptr<ProcessGroup>)>& fn) {
+  try {
+    run_local_world(n, [&](std::shared_ptr<ProcessGroup> pg) { fn(pg->rank(), pg); });
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("parallel.ddp.matches_single_process_big_batch", "[parallel][ddp]") {
+  for (Algorithm algorithm : {Algorithm::library, Algorithm::ring, Algorithm::naive_ring, Algorithm::star})
+    for (int n : {2, 4}) {
+      INFO(algorithm_name(algorithm) << ", " << n << " ranks");
+      CHECK(oracle_error(n, DType::float64, {.algorithm = algorithm}, 20) < 1e-10);
+      CHECK(oracle_error(n, DType::float32, {.algorithm = algorithm}, 20) < 1e-5);
+    }
+}
+
+TEST_CASE("parallel.ddp.broadcasts_rank_0_state_at_construction", "[parallel][ddp]") {
+  std::vector<std::shared_ptr<Mlp>> replicas = {make_mlp(DType::float32), make_mlp(DType::float32)};
+  for (Variable& p : replicas[1]->parameters()) p.data().fill_(3.0);
+  run_local_world(2, [&](std::shared_ptr<ProcessGroup> pg) { DistributedDataParallel ddp(replicas[pg->rank()], pg); });
+  CHECK(relative_error(*replicas[1], *replicas[0]) == 0);
+}
+
+TEST_CASE("parallel.ddp.buckets_are_reverse_order_grad_views", "[parallel][ddp]") {
+  // About 100 bytes per bucket: every bucket holds one or two parameters.
+  const DDPOptions tiny = {.bucket_cap_mb = 100 / kBytesPerMb, .first_bucket_mb = 100 / kBytesPerMb};
+  auto model = make_mlp(DType::float32);
+  std::vector<std::string> order, expected;
+  for (auto& [name, p] : model->named_parameters()) expected.insert(expected.begin(), name);
+  bool grads_alias = true;
+  size_t bucket_count = 0;
+  run_local_world(1, [&](std::shared_ptr<ProcessGroup> pg) {
+    DistributedDataParallel ddp(model, pg, tiny);
+    bucket_count = ddp.buckets().size();
+    for (const DDPBucket& bucket : ddp.buckets()) order.insert(order.end(), bucket.names.begin(), bucket.names.end());
+    for (Variable& p : model->parameters()) grads_alias = grads_alias && p.grad().defined();
+    for (const DDPBucket& bucket : ddp.buckets())
+      for (auto& [name, p] : model->named_parameters())
+        if (std::find(bucket.names.begin(), bucket.names.end(), name) != bucket.names.end())
+          grads_alias = grads_alias && p.grad().storage() == bucket.flat.storage();
+  });
+  CHECK(order == expected);
+  CHECK(bucket_count >= 4);
+  CHECK(grads_alias);
+  CHECK(oracle_error(2, DType::float64, tiny, 5) < 1e-10);
+  CHECK(oracle_error(4, DType::float64, {.bucket_cap_mb = 100 / kBytesPerMb, .first_bucket_mb = 100 / kBytesPerMb,
+                                         .algorithm = Algorithm::ring},
+                     5) < 1e-10);
+}
+
+TEST_CASE("parallel.ddp.first_bucket_launches_before_backward_ends", "[parallel][ddp]") {
+  // The first bucket holds fc3 (272 bytes); everything else shares the second.
+  std::vector<std::shared_ptr<Mlp>> replicas = {make_mlp(DType::float32), make_mlp(DType::float32)};
+  auto batch = make_batches(1, 2 * kLocalBatch, DType::float32)[0];
+  std::vector<std::string> events;
+  run_local_world(2, [&](std::shared_ptr<ProcessGroup> pg) {
+    DistributedDataParallel ddp(replicas[pg->rank()], pg, {.first_bucket_mb = 300 / kBytesPerMb});
+    if (pg->rank() == 0) {
+      ddp.on_bucket_launch([&](size_t b) { events.push_back("launch " + std::to_string(b)); });
+      Variable& fc1_weight = replicas[0]->fc1->parameter("weight");
+      fc1_weight.add_grad_ready_hook([&](const Variable&) { events.push_back("ready fc1"); });
+    }
+    Batch mine = batch.rows(pg->rank() * kLocalBatch, kLocalBatch);
+    cross_entropy(ddp(mine.x), mine.y).backward();
+  });
+  // fc3's bucket went out while backward had yet to reach fc1.
+  REQUIRE(events.size() == 3);
+  CHECK(events[0] == "launch 0");
+  CHECK(std::find(events.begin(), events.end(), "ready fc1") != events.end());
+  CHECK(std::find(events.begin(), events.end(), "launch 1") != events.end());
+}
+
+TEST_CASE("parallel.ddp.no_sync_accumulates_like_one_big_batch", "[parallel][ddp]") {
+  const int n = 2;
+  auto initial = make_mlp(DType::float64);
+  auto micro = make_batches(6, n * kLocalBatch, DType::float64);  // 3 steps of 2 micro-batches
+  auto reference = clone_mlp(*initial);
+  auto opt = make_sgd(*reference);
+  for (size_t s = 0; s < micro.size(); s += 2) {
+    opt.zero_grad();
+    for (size_t m = s; m < s + 2; ++m) cross_entropy((*reference)(micro[m].x), micro[m].y).backward();
+    opt.step();
+  }
+  std::vector<std::shared_ptr<Mlp>> replicas = {clone_mlp(*initial), clone_mlp(*initial)};
+  std::vector<int> launches_inside(n, 0);
+  run_local_world(n, [&](std::shared_ptr<ProcessGroup> pg) {
+    const int rank = pg->rank();
+    DistributedDataParallel ddp(replicas[rank], pg);
+    int launches = 0;
+    ddp.on_bucket_launch([&](size_t) { ++launches; });
+    auto local_opt = make_sgd(*replicas[rank]);
+    for (size_t s = 0; s < micro.size(); s += 2) {
+      local_opt.zero_grad();
+      launches = 0;
+      {
+        auto guard = ddp.no_sync();
+        Batch mine = micro[s].rows(rank * kLocalBatch, kLocalBatch);
+        cross_entropy(ddp(mine.x), mine.y).backward();
+      }
+      launches_inside[rank] += launches;
+      Batch mine = micro[s + 1].rows(rank * kLocalBatch, kLocalBatch);
+      cross_entropy(ddp(mine.x), mine.y).backward();
+      local_opt.step();
+    }
+  });
+  CHECK(launches_inside == std::vector<int>(n, 0));
+  for (auto& replica : replicas) CHECK(relative_error(*replica, *reference) < 1e-10);
+}
+
+TEST_CASE("parallel.ddp.construction_names_the_mismatched_parameter", "[parallel][ddp]") {
+  std::vector<std::shared_ptr<Mlp>> shapes = {make_mlp(DType::float32), make_mlp(DType::float32, 8)};
+  CHECK_THAT(error_from(2, [&](int rank, auto pg) { DistributedDataParallel ddp(shapes[rank], pg); }),
+             Catch::Contains("DistributedDataParallel: parameter 'fc1.weight' has shape [16, 6] on rank 0 but [8, 6] "
+                             "on rank 1"));
+  std::vector<std::shared_ptr<Mlp>> dtypes = {make_mlp(DType::float32), make_mlp(DType::float64)};
+  CHECK_THAT(error_from(2, [&](int rank, auto pg) { DistributedDataParallel ddp(dtypes[rank], pg); }),
+             Catch::Contains("parameter 'fc1.weight' has float32 [16, 6] on rank 0 but float64 [16, 6] on rank 1"));
+}
+
+TEST_CASE("parallel.ddp.unused_parameter_is_named", "[parallel][ddp]") {
+  std::vector<std::shared_ptr<Mlp>> replicas = {make_mlp(DType::float32), make_mlp(DType::float32)};
+  for (auto& replica : replicas) replica->skip_fc2 = true;
+  auto batch = make_batches(1, 2 * kLocalBatch, DType::float32)[0];
+  std::string error = error_from(2, [&](int rank, auto pg) {
+    DistributedDataParallel ddp(replicas[rank], pg);
+    Batch mine = batch.rows(rank * kLocalBatch, kLocalBatch);
+    cross_entropy(ddp(mine.x), mine.y).backward();
+    ddp(mine.x);
+  });
+  CHECK_THAT(error, Catch::Contains("no gradient for 'fc2.weight', 'fc2.bias'") &&
+                        Catch::Contains("find_unused_parameters = true"));
+}
+
+TEST_CASE("parallel.ddp.find_unused_parameters_matches_single_process", "[parallel][ddp]") {
+  auto skip_odd_steps = [](int step) { return step % 2 == 1; };
+  CHECK(oracle_error(2, DType::float64, {.find_unused_parameters = true}, 6, skip_odd_steps) < 1e-10);
+  // With tiny buckets, fc2's own bucket is entirely unused on the skipped steps.
+  CHECK(oracle_error(2, DType::float64,
+                     {.bucket_cap_mb = 100 / kBytesPerMb, .first_bucket_mb = 100 / kBytesPerMb,
+                      .find_unused_parameters = true, .algorithm = Algorithm::ring},
+                     6, skip_odd_steps) < 1e-10);
+}
+
+TEST_CASE("parallel.ddp.consistency_check_catches_a_hand_edit", "[parallel][ddp]") {
+  std::vector<std::shared_ptr<Mlp>> replicas = {make_mlp(DType::float32), make_mlp(DType::float32)};
+  auto batch = make_batches(1, 2 * kLocalBatch, DType::float32)[0];
+  std::string error = error_from(2, [&](int rank, auto pg) {
+    DistributedDataParallel ddp(replicas[rank], pg, {.check_every = 1});
+    auto opt = make_sgd(*replicas[rank]);
+    Batch mine = batch.rows(rank * kLocalBatch, kLocalBatch);
+    cross_entropy(ddp(mine.x), mine.y).backward();
+    opt.step();
+    ddp.check_consistency();  // passes: the replicas took the same step
+    if (rank == 1) replicas[1]->fc2->parameter("weight").data().add_(1e-3);  // C14's pitfall
+    ddp(mine.x);
+  });
+  CHECK_THAT(error, Catch::Contains("parameter 'fc2.weight' differs across replicas: rank 0 (sum") &&
+                        Catch::Contains(") vs rank 1 (sum") && Catch::Contains("edited by hand"));
+}
+
+TEST_CASE("parallel.ddp.consistency_check_catches_a_replaced_parameter", "[parallel][ddp]") {
+  std::vector<std::shared_ptr<Mlp>> replicas = {make_mlp(DType::float32), make_mlp(DType::float32)};
+  std::string error = error_from(2, [&](int rank, auto pg) {
+    DistributedDataParallel ddp(replicas[rank], pg);
+    if (rank == 0) replicas[0]->fc1->parameter("weight") = Variable(Tensor::zeros({kHidden, kIn}), true);
+    ddp.check_consistency();
+  });
+  CHECK_THAT(error, Catch::Contains("check_consistency: rank 0: parameter 'fc1.weight' was replaced"));
+}
+
+}  // namespace rg::parallel
