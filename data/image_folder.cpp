@@ -86,6 +86,21 @@ void check_jpeg_huffman_tables(std::span<const uint8_t> b, const std::string& fi
   }
 }
 
+// stb_image grows its PNG data buffer to each IDAT chunk's declared length before reading
+// the chunk, so a few bytes claiming a 1 GB chunk cost a 1 GB allocation (found by
+// fuzz_image as a timeout). A chunk may not claim more bytes than the file has left.
+void check_png_chunk_lengths(std::span<const uint8_t> b, const std::string& file) {
+  static constexpr uint8_t kSignature[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1A, '\n'};
+  if (b.size() < 8 || !std::equal(kSignature, kSignature + 8, b.begin())) return;
+  for (size_t pos = 8; pos + 8 <= b.size();) {
+    const size_t length = size_t{b[pos]} << 24 | size_t{b[pos + 1]} << 16 | size_t{b[pos + 2]} << 8 | b[pos + 3];
+    RG_CHECK(length <= b.size() - pos - 8, file, ": cannot decode image: PNG chunk at byte ", pos, " claims ", length,
+             " bytes but only ", b.size() - pos - 8, " follow");
+    if (std::equal(b.begin() + pos + 4, b.begin() + pos + 8, "IEND")) return;
+    pos += 12 + length;  // length, type, data, CRC
+  }
+}
+
 bool is_image_file(const fs::path& path) {
   std::string ext = path.extension().string();
   std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char ch) { return std::tolower(ch); });
@@ -131,6 +146,7 @@ InMemoryDataset load_folder(const ImageFolderOptions& options) {
 Tensor decode_image(std::span<const uint8_t> bytes, const ImageSize& size, const std::string& file) {
   RG_CHECK(bytes.size() <= static_cast<size_t>(INT32_MAX), file, ": image file too large: ", bytes.size(), " bytes");
   check_jpeg_huffman_tables(bytes, file);
+  check_png_chunk_lengths(bytes, file);
   int w = 0, h = 0, file_channels = 0;
   const auto c = static_cast<int>(size.channels);
   std::unique_ptr<uint8_t, void (*)(void*)> pixels(

@@ -92,6 +92,15 @@ TEST_CASE("data.image_corrupt_jpeg_huffman_table", "[data]") {
              Contains("bad.jpg: cannot decode image: corrupt JPEG Huffman table with 272 codes"));
 }
 
+TEST_CASE("data.image_png_chunk_longer_than_the_file", "[data]") {
+  // An IDAT chunk claiming 2 GB: stb_image would allocate it before noticing the file ends
+  // (fuzz/corpus/image/timeout-png-huge-idat-length); ours refuses it first.
+  const test::Bytes png = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1A, '\n', 0x7F, 0xFF, 0xFF, 0xFF,
+                           'I',  'D', 'A', 'T', 1,    2,    3,    4};
+  CHECK_THAT(error_of([&] { data::decode_image(png, {}, "big.png"); }),
+             Contains("big.png: cannot decode image: PNG chunk at byte 8 claims 2147483647 bytes but only 4 follow"));
+}
+
 TEST_CASE("data.image_folder_empty_class_folder", "[data]") {
   test::TempDir dir;
   write_pets(dir);
