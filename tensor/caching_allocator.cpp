@@ -33,9 +33,7 @@ void* CachingAllocator::allocate(size_t nbytes) {
   } else {
     ptr = system_alloc_(block);
     if (!ptr) {  // the cache may hold enough memory: release it and try once more
-      for (auto& [size, blocks] : free_blocks_)
-        for (void* p : blocks) system_free_(p), stats_.reserved -= size;
-      free_blocks_.clear();
+      release_free_blocks();
       ptr = system_alloc_(block);
     }
     RG_CHECK(ptr, "out of memory: could not allocate ", block, " bytes (", stats_.allocated,
@@ -58,6 +56,10 @@ void CachingAllocator::deallocate(void* ptr, size_t nbytes) {
 
 void CachingAllocator::empty_cache() {
   std::lock_guard lock(mutex_);
+  release_free_blocks();
+}
+
+void CachingAllocator::release_free_blocks() {
   for (auto& [size, blocks] : free_blocks_) {
     for (void* p : blocks) system_free_(p);
     stats_.reserved -= size * blocks.size();

@@ -37,6 +37,8 @@ class CachingAllocator {
   static size_t size_class(size_t nbytes);
 
  private:
+  void release_free_blocks();  // the caller holds mutex_
+
   SystemAlloc system_alloc_;
   SystemFree system_free_;
   mutable std::mutex mutex_;

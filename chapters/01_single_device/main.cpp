@@ -27,7 +27,7 @@ double test_accuracy(Mlp& model, data::DataLoader& test) {
   NoGradGuard no_grad;
   int64_t correct = 0, seen = 0;
   for (auto& [x, y] : test) {
-    correct += static_cast<int64_t>(sum(eq(argmax(model(x).data(), 1), y).to(DType::int64)).item());
+    correct += static_cast<int64_t>(sum(eq(argmax(model(x).data(), 1), y)).item());
     seen += y.size(0);
   }
   return static_cast<double>(correct) / static_cast<double>(seen);

@@ -33,8 +33,8 @@ class ConstantLR : public optim::Schedule {
 };
 
 int64_t count_correct(const Tensor& logits, const Tensor& labels) {
-  // eq gives uint8 0/1; counting in int64 cannot overflow.
-  return static_cast<int64_t>(sum(eq(argmax(logits, 1), labels).to(DType::int64)).item());
+  // eq gives uint8 0/1; sum counts integers in int64, so it cannot overflow.
+  return static_cast<int64_t>(sum(eq(argmax(logits, 1), labels)).item());
 }
 
 std::map<std::string, std::string> run_identity(const TrainOptions& o) {
