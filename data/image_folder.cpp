@@ -52,15 +52,56 @@ Tensor resize_crop(const uint8_t* img, int64_t h, int64_t w, int64_t c, const Im
   return out;
 }
 
-// Debian 12's stb_image (2022-09-08) trusts a JPEG Huffman table's 16 code counts and
-// writes past its 257-entry size list when they add up to more than 256 (found by
-// fuzz_image; upstream stb 2.28 rejects such tables). Every DHT segment is checked here
-// first, walking the markers the way stb's decoder meets them.
+// Debian 12's stb_image (2022-09-08) has two Huffman-table bugs that fuzz_image found:
+// it trusts a table's 16 code counts and writes past its 257-entry size list when they
+// add up to more than 256 (upstream stb 2.28 rejects such tables), and it decodes a scan
+// with a table no DHT segment defined, reading uninitialised memory and indexing out of
+// bounds. The markers are walked here first, the way stb's decoder meets them.
+struct JpegHuffmanTables {
+  bool defined[2][4] = {};  // [class: 0 DC, 1 AC][table id]
+  bool progressive = false;
+  bool frame_seen = false;  // stb reads the first frame header (SOF) only
+
+  void check_dht(std::span<const uint8_t> b, size_t begin, size_t end, const std::string& file) {
+    for (size_t t = begin; t < end && t < b.size();) {
+      const int table_class = b[t] >> 4, id = b[t] & 15;
+      RG_CHECK(table_class <= 1 && id <= 3, file, ": cannot decode image: bad JPEG Huffman table header");
+      size_t codes = 0;  // stb reads missing bytes past the end of the file as 0
+      for (size_t i = 1; i <= 16 && t + i < b.size(); ++i) codes += b[t + i];
+      RG_CHECK(codes <= 256, file, ": cannot decode image: corrupt JPEG Huffman table with ", codes,
+               " codes (at most 256)");
+      defined[table_class][id] = true;
+      t += 17 + codes;
+    }
+  }
+
+  // A baseline scan decodes with both tables of each component; a progressive scan with
+  // the DC table in a first DC pass (Ss == 0, Ah == 0) and the AC table in an AC pass.
+  void check_sos(std::span<const uint8_t> b, size_t begin, const std::string& file) const {
+    if (begin >= b.size()) return;
+    const size_t components = b[begin];
+    const size_t params = begin + 1 + 2 * components;
+    if (params + 2 >= b.size()) return;  // stb rejects the truncated header itself
+    const uint8_t spectral_start = b[params], successive_high = b[params + 2] >> 4;
+    const bool uses_dc = !progressive || (spectral_start == 0 && successive_high == 0);
+    const bool uses_ac = !progressive || spectral_start > 0;
+    for (size_t c = 0; c < components; ++c) {
+      const int dc = b[begin + 2 + 2 * c] >> 4, ac = b[begin + 2 + 2 * c] & 15;
+      if (dc > 3 || ac > 3) continue;  // stb rejects these ids itself
+      RG_CHECK(!uses_dc || defined[0][dc], file, ": cannot decode image: JPEG scan uses DC Huffman table ", dc,
+               " before any DHT segment defines it");
+      RG_CHECK(!uses_ac || defined[1][ac], file, ": cannot decode image: JPEG scan uses AC Huffman table ", ac,
+               " before any DHT segment defines it");
+    }
+  }
+};
+
 void check_jpeg_huffman_tables(std::span<const uint8_t> b, const std::string& file) {
   // stb takes any input starting with 0xFF for a JPEG (fill bytes may precede the SOI
   // marker); PNG and BMP files never start so.
   const size_t n = b.size();
   if (n < 2 || b[0] != 0xFF) return;
+  JpegHuffmanTables tables;
   size_t pos = 0;
   while (pos + 1 < n) {
     const uint8_t marker = b[pos + 1];
@@ -75,13 +116,12 @@ void check_jpeg_huffman_tables(std::span<const uint8_t> b, const std::string& fi
     }
     if (marker == 0xD9 || pos + 3 >= n) return;
     const size_t end = pos + 2 + (size_t{b[pos + 2]} << 8 | b[pos + 3]);
-    for (size_t t = pos + 4; marker == 0xC4 && t < end && t < n;) {
-      size_t codes = 0;  // stb reads missing bytes past the end of the file as 0
-      for (size_t i = 1; i <= 16 && t + i < n; ++i) codes += b[t + i];
-      RG_CHECK(codes <= 256, file, ": cannot decode image: corrupt JPEG Huffman table with ", codes,
-               " codes (at most 256)");
-      t += 17 + codes;
+    if ((marker == 0xC0 || marker == 0xC1 || marker == 0xC2) && !tables.frame_seen) {
+      tables.frame_seen = true;
+      tables.progressive = marker == 0xC2;
     }
+    if (marker == 0xC4) tables.check_dht(b, pos + 4, end, file);
+    if (marker == 0xDA) tables.check_sos(b, pos + 4, file);
     pos = std::max(end, pos + 2);
   }
 }
