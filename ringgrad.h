@@ -16,6 +16,8 @@
 #include "nn/optim.h"
 #include "nn/schedule.h"
 #include "data/data.h"
+#include "parallel/async.h"
+#include "parallel/data_parallel.h"
 #include "parallel/ddp.h"
 #include "parallel/process_group.h"
 #include "report/metrics.h"

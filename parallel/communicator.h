@@ -1,7 +1,8 @@
 // What a backend provides to ProcessGroup: identity, the library's own collectives, batches
-// of point-to-point messages (all the hand-written algorithms need), and a gather of
-// fingerprints for debug mode. Every method runs on the group's communication thread and
-// must give up at ctx.deadline with ctx.timeout(...), so nothing waits forever.
+// of point-to-point messages (all the hand-written algorithms need), a receive from any
+// rank (the parameter server's) and a gather of fingerprints for debug mode. Every method
+// runs on the group's communication thread and must give up at ctx.deadline with
+// ctx.timeout(...), so nothing waits forever.
 #pragma once
 #include <chrono>
 #include <cstdint>
@@ -76,6 +77,9 @@ class Communicator {
 
   // Starts every message of `ops` at once (a ring step sends and receives together).
   virtual std::unique_ptr<P2PRequest> start_p2p(const std::vector<P2POp>& ops, Channel channel, int64_t tag) = 0;
+  // Receives the first user message with `tag` to arrive, from whichever rank sent it, into
+  // `buffer` (contiguous; the message must fill it exactly) and returns the sender's rank.
+  virtual int recv_any(const Tensor& buffer, int64_t tag, const OpContext& ctx) = 0;
   // Every rank's fingerprint, in rank order.
   virtual std::vector<Fingerprint> gather_fingerprints(const Fingerprint& mine, const OpContext& ctx) = 0;
   [[noreturn]] virtual void abort(int exit_code) = 0;

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <map>
 #include <sstream>
 #include <unordered_set>
 
@@ -12,6 +13,8 @@
 #include "tensor/ops.h"
 
 namespace rg::parallel {
+
+using report::TraceRecorder;
 
 namespace {
 
@@ -226,22 +229,54 @@ void DistributedDataParallel::mark_ready(size_t slot) {
 // Launches, in bucket order, every bucket whose gradients are all ready. The launch that
 // completes the last bucket ends the backward's communication: it waits for all buckets.
 void DistributedDataParallel::launch_ready_buckets() {
-  while (next_launch_ < buckets_.size() && pending_[next_launch_] == 0) {
-    works_.push_back(pg_->all_reduce_async(buckets_[next_launch_].flat,
-                                           {.op = ReduceOp::avg, .algorithm = options_.algorithm}));
-    if (launch_observer_) launch_observer_(next_launch_);
-    ++next_launch_;
-  }
+  if (next_launch_ == 0) active_fault_ = std::exchange(pending_fault_, std::nullopt);
+  while (next_launch_ < buckets_.size() && pending_[next_launch_] == 0) launch(next_launch_++);
   if (next_launch_ == buckets_.size()) {
     wait_for_buckets();
+    if (active_fault_ == GradientFault::corrupt) corrupt_first_gradient();
+    active_fault_.reset();
     reset_readiness();
   }
+}
+
+void DistributedDataParallel::launch(size_t bucket) {
+  const Tensor& flat = buckets_[bucket].flat;
+  if (active_fault_ == GradientFault::drop) flat.zero_();
+  if (options_.trace) {
+    options_.trace->record("launch bucket " + std::to_string(bucket), "launch", options_.trace->now_us(), 0,
+                           {{"bucket", static_cast<int64_t>(bucket)}, {"bytes", static_cast<int64_t>(flat.nbytes())}});
+  }
+  works_.push_back(pg_->all_reduce_async(flat, {.op = ReduceOp::avg, .algorithm = options_.algorithm}));
+  if (launch_observer_) launch_observer_(bucket);
 }
 
 void DistributedDataParallel::wait_for_buckets() {
   auto works = std::move(works_);
   works_.clear();
+  if (works.empty()) return;
+  TraceRecorder::Scope waiting(options_.trace, "wait for all-reduce", "wait",
+                               {{"buckets", static_cast<int64_t>(works.size())}});
   for (auto& work : works) work->wait();
+}
+
+// The first slot is the last-registered parameter: the first in bucket 0.
+void DistributedDataParallel::corrupt_first_gradient() { slots_.front().grad_view.add_(1.0); }
+
+void DistributedDataParallel::check_even_inputs(int64_t batches) {
+  const auto counts = gather_values<int64_t>(*pg_, {batches});
+  std::map<int64_t, int> ranks_with;
+  for (const auto& row : counts) ++ranks_with[row[0]];
+  if (ranks_with.size() == 1) return;
+  const int64_t usual = std::max_element(ranks_with.begin(), ranks_with.end(), [](auto& a, auto& b) {
+                          return a.second < b.second;
+                        })->first;
+  std::ostringstream out;
+  for (int r = 0; r < pg_->size(); ++r)
+    if (counts[r][0] != usual) out << "rank " << r << " has " << counts[r][0] << " batches, ";
+  out << "the others " << usual;
+  RG_THROW("DistributedDataParallel: the ranks would run different numbers of batches (", out.str(),
+           "): the ranks with more would wait forever at an all-reduce the others never join. Give every rank "
+           "the same number of batches (a DistributedSampler does, padding the data set)");
 }
 
 void DistributedDataParallel::reset_readiness() {
@@ -294,6 +329,8 @@ Variable DistributedDataParallel::forward(const Variable& x) {
   std::string problem = local_structure_problem();
   RG_CHECK(problem.empty(), "DistributedDataParallel: ", problem);
   attach_grad_views();
+  if (options_.broadcast_buffers)
+    for (auto& [name, b] : model_->named_buffers()) pg_->broadcast(b, 0);
   sync_this_backward_ = sync_enabled_;
   if (options_.check_every > 0 && ++forwards_ % options_.check_every == 0) check_consistency();
   Variable output = model_->forward(x);

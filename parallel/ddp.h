@@ -6,11 +6,13 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "nn/module.h"
 #include "parallel/process_group.h"
+#include "report/trace.h"
 
 namespace rg::parallel {
 
@@ -23,6 +25,21 @@ struct DDPOptions {
   bool find_unused_parameters = false;
   Algorithm algorithm = Algorithm::library;
   int64_t check_every = 0;  // run check_consistency() every N forwards; 0: never
+  // Broadcast the buffers (e.g. BatchNorm running statistics) from rank 0 before every
+  // forward, as PyTorch does by default, so evaluation on any rank sees rank 0's.
+  bool broadcast_buffers = true;
+  // Records each bucket's launch and the waits for all-reduces as trace events (the
+  // all-reduces themselves come from ProcessGroup::set_trace). Must outlive the wrapper.
+  report::TraceRecorder* trace = nullptr;
+};
+
+// A fault injected into this rank's next synchronised backward (lecture claim C14: what
+// a silent gradient error does to the replicas, and what catches it).
+enum class GradientFault {
+  drop,     // this rank contributes zeros to every bucket: the average misses its gradient,
+            // but every rank applies the same update, so the replicas stay identical
+  corrupt,  // after the all-reduce, this rank adds 1 to the first bucket's first parameter's
+            // gradient: its replica drifts away, which check_consistency() reports by name
 };
 
 // One bucket: consecutive parameters (in reverse registration order) of one dtype whose
@@ -77,6 +94,17 @@ class DistributedDataParallel {
   // an rg::Error naming the first parameter that is not and the ranks that differ.
   void check_consistency();
 
+  // A collective, before each epoch: every rank passes the number of batches it will run.
+  // Different counts would leave the ranks with more batches waiting at an all-reduce the
+  // others never join; this throws at once instead, naming the counts per rank.
+  void check_even_inputs(int64_t batches);
+
+  // Replaces DDPOptions::trace (null: stop tracing); call between steps.
+  void set_trace(report::TraceRecorder* trace) { options_.trace = trace; }
+
+  // Applies `fault` to this rank's next backward that synchronises gradients.
+  void inject_fault(GradientFault fault) { pending_fault_ = fault; }
+
   // Called with the bucket index each time a bucket's all-reduce is launched (tracing).
   void on_bucket_launch(std::function<void(size_t bucket)> observer) { launch_observer_ = std::move(observer); }
 
@@ -102,7 +130,9 @@ class DistributedDataParallel {
   void install_hooks();
   void mark_ready(size_t slot);
   void launch_ready_buckets();
+  void launch(size_t bucket);
   void wait_for_buckets();
+  void corrupt_first_gradient();
   void check_previous_backward();
   void mark_unused_ready(const Variable& output);
   void reset_readiness();
@@ -122,6 +152,8 @@ class DistributedDataParallel {
   bool sync_this_backward_ = true;  // sync_enabled_ at the last forward
   int64_t forwards_ = 0;
   std::function<void(size_t)> launch_observer_;
+  std::optional<GradientFault> pending_fault_;
+  std::optional<GradientFault> active_fault_;  // the fault of the backward in progress
 };
 
 }  // namespace rg::parallel

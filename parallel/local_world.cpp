@@ -20,6 +20,8 @@ namespace rg::parallel {
 
 namespace {
 
+constexpr int kAnySource = -1;  // the peer of a receive that takes a message from any rank
+
 struct Message {
   int src;
   Channel channel;
@@ -75,7 +77,7 @@ class LocalRequest : public P2PRequest {
 
   void post(const P2POp& op) {
     if (op.kind == P2POp::recv) {
-      recvs_.push_back({op.buffer, op.peer, false});
+      recvs_.push_back({op.buffer, op.peer, kAnySource, false});
       return;
     }
     auto message = std::make_shared<Message>(Message{rank_, channel_, tag_, op.buffer.raw_data(), op.buffer.nbytes()});
@@ -92,10 +94,13 @@ class LocalRequest : public P2PRequest {
     }
   }
 
+  int source() const { return recvs_.front().source; }  // the sender of the first receive, once done
+
  private:
   struct Recv {
     Tensor buffer;
-    int peer;
+    int peer;    // or kAnySource
+    int source;  // who sent the message taken
     bool done;
   };
   struct Send {
@@ -103,9 +108,11 @@ class LocalRequest : public P2PRequest {
     int peer;
   };
 
+  // The inbox is in arrival order, so a receive from any rank takes the earliest message.
   std::shared_ptr<Message> find(const Recv& r) const {
     for (const auto& m : world_.inbox[rank_])
-      if (!m->taken && m->src == r.peer && m->channel == channel_ && m->tag == tag_) return m;
+      if (!m->taken && (r.peer == kAnySource || m->src == r.peer) && m->channel == channel_ && m->tag == tag_)
+        return m;
     return nullptr;
   }
   bool any_arrived() const {
@@ -132,6 +139,7 @@ class LocalRequest : public P2PRequest {
       lock.lock();
       m->done = true;
       r.done = true;
+      r.source = m->src;
       world_.changed.notify_all();
       if (!fits)
         ctx.fail(detail::concat("rank ", m->src, " sent ", m->nbytes, " bytes but the receive buffer holds ",
@@ -141,8 +149,11 @@ class LocalRequest : public P2PRequest {
 
   std::string pending_peers() const {
     std::vector<int> recv_from, send_to;
-    for (const auto& r : recvs_)
-      if (!r.done) recv_from.push_back(r.peer);
+    for (const auto& r : recvs_) {
+      if (r.done) continue;
+      if (r.peer == kAnySource) return "a message from any rank (none arrived)";
+      recv_from.push_back(r.peer);
+    }
     for (const auto& s : sends_)
       if (!s.message->done) send_to.push_back(s.peer);
     std::string text;
@@ -217,6 +228,13 @@ class LocalCommunicator : public Communicator {
     }
     world_->changed.notify_all();
     return request;
+  }
+
+  int recv_any(const Tensor& buffer, int64_t tag, const OpContext& ctx) override {
+    LocalRequest request(*world_, rank_, Channel::user, tag);
+    request.post({P2POp::recv, buffer, kAnySource});
+    request.wait(ctx);
+    return request.source();
   }
 
   std::vector<Fingerprint> gather_fingerprints(const Fingerprint& mine, const OpContext& ctx) override {

@@ -41,6 +41,10 @@ int mpi_count(int64_t count, const OpContext& ctx) {
   return static_cast<int>(count);
 }
 
+// MPI guarantees tags up to 32767; messages of one pair and tag arrive in order, so
+// reusing a tag every 32768 collectives cannot mix two ops that are both in flight.
+int mpi_tag(int64_t tag) { return static_cast<int>(tag % 32768); }
+
 // Finalises MPI at exit if this library initialised it and no group broke.
 struct MpiRuntime {
   bool initialised_here = false;
@@ -89,8 +93,8 @@ void check_mpi(int rc, const char* call, int rank) {
   if (rc != MPI_SUCCESS) throw Error(detail::concat("rank ", rank, ": ", call, " failed: ", mpi_error_string(rc)));
 }
 
-void wait_mpi(std::vector<MPI_Request>& requests, const std::vector<int>& peers, const OpContext& ctx,
-              const char* call) {
+std::vector<MPI_Status> wait_mpi(std::vector<MPI_Request>& requests, const std::vector<int>& peers,
+                                 const OpContext& ctx, const char* call) {
   auto spin_until = Clock::now() + kSpinFor;
   std::vector<MPI_Status> statuses(requests.size());
   while (true) {
@@ -100,7 +104,7 @@ void wait_mpi(std::vector<MPI_Request>& requests, const std::vector<int>& peers,
       runtime().broken = true;
       ctx.fail(std::string(call) + " failed: " + mpi_error_string(error_in(statuses, rc)));
     }
-    if (done) return;
+    if (done) return statuses;
     auto now = Clock::now();
     if (now >= ctx.deadline) {
       runtime().broken = true;
@@ -108,8 +112,9 @@ void wait_mpi(std::vector<MPI_Request>& requests, const std::vector<int>& peers,
       for (size_t i = 0; i < requests.size(); ++i) {
         if (requests[i] == MPI_REQUEST_NULL) continue;
         waiting += waiting.empty() ? "" : ", ";
-        waiting += peers[i] < 0 ? std::string("the group (MPI cannot tell which ranks did not arrive)")
-                                : "rank " + std::to_string(peers[i]);
+        waiting += peers[i] == kWholeGroup ? std::string("the group (MPI cannot tell which ranks did not arrive)")
+                   : peers[i] == kAnyRank  ? std::string("any rank (none arrived)")
+                                           : "rank " + std::to_string(peers[i]);
       }
       ctx.timeout(std::string(call) + " with " + waiting);
     }
@@ -151,7 +156,7 @@ MpiCommunicator::~MpiCommunicator() {
 
 void MpiCommunicator::wait_one(MPI_Request request, const OpContext& ctx, const char* call) {
   std::vector<MPI_Request> requests{request};
-  wait_mpi(requests, {-1}, ctx, call);
+  wait_mpi(requests, {kWholeGroup}, ctx, call);
 }
 
 void MpiCommunicator::all_reduce(const Tensor& t, ReduceOp op, const OpContext& ctx) {
@@ -205,9 +210,6 @@ void MpiCommunicator::barrier(const OpContext& ctx) {
 }
 
 std::unique_ptr<P2PRequest> MpiCommunicator::start_p2p(const std::vector<P2POp>& ops, Channel channel, int64_t tag) {
-  // MPI guarantees tags up to 32767; messages of one pair and tag arrive in order, so
-  // reusing a tag every 32768 collectives cannot mix two ops that are both in flight.
-  int mpi_tag = static_cast<int>(tag % 32768);
   MPI_Comm comm = channel == Channel::user ? user_ : collective_;
   std::vector<MPI_Request> requests(ops.size(), MPI_REQUEST_NULL);
   std::vector<int> peers;
@@ -217,12 +219,28 @@ std::unique_ptr<P2PRequest> MpiCommunicator::start_p2p(const std::vector<P2POp>&
     int count = mpi_count(static_cast<int64_t>(op.buffer.nbytes()), ctx);
     void* data = op.buffer.nbytes() ? op.buffer.raw_data() : nullptr;
     if (op.kind == P2POp::recv)
-      check_mpi(MPI_Irecv(data, count, MPI_BYTE, op.peer, mpi_tag, comm, &requests[i]), "MPI_Irecv", rank_);
+      check_mpi(MPI_Irecv(data, count, MPI_BYTE, op.peer, mpi_tag(tag), comm, &requests[i]), "MPI_Irecv", rank_);
     else
-      check_mpi(MPI_Isend(data, count, MPI_BYTE, op.peer, mpi_tag, comm, &requests[i]), "MPI_Isend", rank_);
+      check_mpi(MPI_Isend(data, count, MPI_BYTE, op.peer, mpi_tag(tag), comm, &requests[i]), "MPI_Isend", rank_);
     peers.push_back(op.peer);
   }
   return std::make_unique<MpiRequest>(std::move(requests), std::move(peers));
+}
+
+int MpiCommunicator::recv_any(const Tensor& buffer, int64_t tag, const OpContext& ctx) {
+  int count = mpi_count(static_cast<int64_t>(buffer.nbytes()), ctx);
+  std::vector<MPI_Request> requests{MPI_REQUEST_NULL};
+  check_mpi(MPI_Irecv(count ? buffer.raw_data() : nullptr, count, MPI_BYTE, MPI_ANY_SOURCE, mpi_tag(tag), user_,
+                      &requests[0]),
+            "MPI_Irecv", rank_);
+  MPI_Status status = wait_mpi(requests, {kAnyRank}, ctx, "point-to-point").front();
+  // A longer message fails the receive (MPI_ERR_TRUNCATE); a shorter one would pass unseen.
+  int received = 0;
+  check_mpi(MPI_Get_count(&status, MPI_BYTE, &received), "MPI_Get_count", rank_);
+  if (received != count)
+    ctx.fail(detail::concat("rank ", status.MPI_SOURCE, " sent ", received, " bytes but the receive buffer holds ",
+                            count));
+  return status.MPI_SOURCE;
 }
 
 std::vector<Fingerprint> MpiCommunicator::gather_fingerprints(const Fingerprint& mine, const OpContext& ctx) {

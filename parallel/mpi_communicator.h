@@ -15,9 +15,11 @@ namespace rg::parallel {
 void check_mpi(int rc, const char* call, int rank);
 
 // Polls requests until all complete (OpenMPI progresses only while called) or the
-// deadline passes; `peers[i]` names request i's partner (-1: the whole group).
-void wait_mpi(std::vector<MPI_Request>& requests, const std::vector<int>& peers, const OpContext& ctx,
-              const char* call);
+// deadline passes, and returns their statuses; `peers[i]` names request i's partner
+// (kWholeGroup, or kAnyRank for a receive from any rank).
+constexpr int kWholeGroup = -1, kAnyRank = -2;
+std::vector<MPI_Status> wait_mpi(std::vector<MPI_Request>& requests, const std::vector<int>& peers,
+                                 const OpContext& ctx, const char* call);
 
 class MpiCommunicator : public Communicator {
  public:
@@ -39,6 +41,7 @@ class MpiCommunicator : public Communicator {
   void reduce_scatter(const Tensor& output, const Tensor& input, ReduceOp op, const OpContext& ctx) override;
   void barrier(const OpContext& ctx) override;
   std::unique_ptr<P2PRequest> start_p2p(const std::vector<P2POp>& ops, Channel channel, int64_t tag) override;
+  int recv_any(const Tensor& buffer, int64_t tag, const OpContext& ctx) override;
   std::vector<Fingerprint> gather_fingerprints(const Fingerprint& mine, const OpContext& ctx) override;
   [[noreturn]] void abort(int exit_code) override;
 

@@ -139,6 +139,11 @@ class NcclCommunicator : public Communicator {
     return std::make_unique<NcclRequest>(*this);
   }
 
+  int recv_any(const Tensor&, int64_t, const OpContext& ctx) override {
+    ctx.fail("the nccl backend cannot receive from any rank (NCCL matches every receive to a named sender); "
+             "run the parameter server over the mpi backend");
+  }
+
   std::vector<Fingerprint> gather_fingerprints(const Fingerprint& mine, const OpContext& ctx) override {
     return mpi_.gather_fingerprints(mine, ctx);
   }

@@ -43,6 +43,23 @@ void on_flat(const Tensor& t, Fn&& fn) {
   fn(dense.view({dense.numel()}));
   if (!dense.same_data(t)) t.copy_(dense);
 }
+
+// The op's Work and the sender its body records there; the Work's completion publishes it.
+class RecvAnyItem : public RecvAnyWork {
+ public:
+  RecvAnyItem(std::shared_ptr<Work> work, std::shared_ptr<int> source)
+      : work_(std::move(work)), source_(std::move(source)) {}
+  void wait() override { work_->wait(); }
+  bool is_completed() const override { return work_->is_completed(); }
+  int source() override {
+    wait();
+    return *source_;
+  }
+
+ private:
+  std::shared_ptr<Work> work_;
+  std::shared_ptr<int> source_;
+};
 }  // namespace
 
 const char* reduce_op_name(ReduceOp op) {
@@ -161,8 +178,14 @@ std::shared_ptr<Work> ProcessGroup::submit(std::optional<Fingerprint> fingerprin
                   start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_s_)),
                   timeout_s_};
     if (fingerprint && debug_) check_fingerprints(*fingerprint, ctx);
+    report::TraceRecorder* trace = trace_;
+    const int64_t trace_start = trace ? trace->now_us() : 0;
     CommStats traffic;
     body(ctx, traffic);
+    if (trace) {
+      trace->record(label, "comm", trace_start, trace->now_us() - trace_start,
+                    {{"seq", seq}, {"bytes", static_cast<int64_t>(traffic.bytes_sent)}});
+    }
     std::lock_guard lock(stats_mutex_);
     stats_.bytes_sent += traffic.bytes_sent;
     stats_.bytes_received += traffic.bytes_received;
@@ -285,6 +308,16 @@ std::shared_ptr<Work> ProcessGroup::recv_async(const Tensor& t, int src, int tag
   });
 }
 
+std::shared_ptr<RecvAnyWork> ProcessGroup::recv_any_async(const Tensor& t, int tag) {
+  check_tensor(t, "recv_any");
+  auto source = std::make_shared<int>(-1);
+  auto work = submit(std::nullopt, "recv from any rank", [this, t, tag, source](const OpContext& ctx, CommStats& traffic) {
+    on_flat(t, [&](const Tensor& flat) { *source = comm_->recv_any(flat, tag, ctx); });
+    traffic.bytes_received += t.nbytes();
+  });
+  return std::make_shared<RecvAnyItem>(std::move(work), std::move(source));
+}
+
 template <class Start>
 void ProcessGroup::blocking(Start start) {
   blocking_call_ = true;
@@ -321,6 +354,11 @@ void ProcessGroup::send(const Tensor& t, int dst, int tag) {
 }
 void ProcessGroup::recv(const Tensor& t, int src, int tag) {
   blocking([&] { return recv_async(t, src, tag); });
+}
+int ProcessGroup::recv_any(const Tensor& t, int tag) {
+  std::shared_ptr<RecvAnyWork> work;
+  blocking([&] { return work = recv_any_async(t, tag); });
+  return work->source();
 }
 
 std::shared_ptr<ProcessGroup> init_process_group(const ProcessGroupOptions& options, int argc, char** argv) {

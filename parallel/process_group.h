@@ -3,6 +3,7 @@
 // and an async form (a Work handle), counts its traffic per rank, and gives up with an
 // rg::Error after the group's timeout instead of hanging (DESIGN.md section 6).
 #pragma once
+#include <atomic>
 #include <functional>
 #include <iosfwd>
 #include <memory>
@@ -10,6 +11,7 @@
 #include <optional>
 #include <string>
 
+#include "report/trace.h"
 #include "tensor/tensor.h"
 
 namespace rg::parallel {
@@ -55,6 +57,12 @@ class Work {
   virtual bool is_completed() const = 0;
 };
 
+// A receive from any rank in flight: source() waits like wait(), then names the sender.
+class RecvAnyWork : public Work {
+ public:
+  virtual int source() = 0;
+};
+
 class Communicator;
 class CommThread;
 struct OpContext;
@@ -95,6 +103,10 @@ class ProcessGroup {
   // send first deadlock until the timeout: order sends and receives, or use a collective.
   void send(const Tensor& t, int dst, int tag = 0);
   void recv(const Tensor& t, int src, int tag = 0);
+  // Receives the first message with `tag` to arrive, whichever rank sent it, and returns
+  // the sender's rank: how a parameter server serves workers in arrival order. The
+  // message must fill `t` exactly. Not on nccl (NCCL matches receives to named senders).
+  int recv_any(const Tensor& t, int tag = 0);
 
   std::shared_ptr<Work> all_reduce_async(const Tensor& t, const AllReduceOptions& options = {});
   std::shared_ptr<Work> broadcast_async(const Tensor& t, int root = 0);
@@ -104,9 +116,14 @@ class ProcessGroup {
   std::shared_ptr<Work> barrier_async();
   std::shared_ptr<Work> send_async(const Tensor& t, int dst, int tag = 0);
   std::shared_ptr<Work> recv_async(const Tensor& t, int src, int tag = 0);
+  std::shared_ptr<RecvAnyWork> recv_any_async(const Tensor& t, int tag = 0);
 
   CommStats stats() const;
   void reset_stats();
+  // Records every op as a "comm" event (its label, bytes and sequence number) in `trace`,
+  // timed where it actually runs: on the communication thread for async ops. Null stops
+  // tracing. Set it between ops; the recorder must outlive them.
+  void set_trace(report::TraceRecorder* trace) { trace_ = trace; }
   bool is_broken() const;
   // Ends the whole job now (MPI_Abort on mpi and nccl; the process in a local world).
   [[noreturn]] void abort(int exit_code = 1);
@@ -132,6 +149,7 @@ class ProcessGroup {
   bool blocking_call_ = false;  // the op being submitted comes from a blocking call
   mutable std::mutex stats_mutex_;
   CommStats stats_;
+  std::atomic<report::TraceRecorder*> trace_ = nullptr;
   std::unique_ptr<CommThread> thread_;  // declared last: stopped before the communicator goes
 };
 

@@ -41,15 +41,17 @@ std::int64_t total_length(const std::vector<Interval>& intervals) {
   return total;
 }
 
-// Length of the intersection of two sorted disjoint interval lists (a two-pointer sweep).
-std::int64_t intersection_length(const std::vector<Interval>& a, const std::vector<Interval>& b) {
-  std::int64_t total = 0;
+// The intersection of two sorted disjoint interval lists (a two-pointer sweep), itself
+// sorted and disjoint.
+std::vector<Interval> intersection(const std::vector<Interval>& a, const std::vector<Interval>& b) {
+  std::vector<Interval> common;
   for (std::size_t i = 0, j = 0; i < a.size() && j < b.size();) {
-    total += std::max<std::int64_t>(0, std::min(a[i].second, b[j].second) - std::max(a[i].first, b[j].first));
+    const std::int64_t start = std::max(a[i].first, b[j].first), end = std::min(a[i].second, b[j].second);
+    if (start < end) common.emplace_back(start, end);
     if (a[i].second < b[j].second) ++i;
     else ++j;
   }
-  return total;
+  return common;
 }
 
 std::vector<Interval> intervals_of(const std::vector<TraceEvent>& events, std::string_view category, int rank) {
@@ -162,15 +164,18 @@ Timeline to_timeline(const std::vector<TraceEvent>& events, ChartOptions options
 }
 
 double overlap_fraction(const std::vector<TraceEvent>& events, std::string_view comm_category,
-                        std::string_view compute_category, std::optional<int> rank) {
+                        std::string_view compute_category, std::optional<int> rank,
+                        std::string_view except_category) {
   std::map<int, bool> ranks;
   for (const auto& e : events)
     if (!rank || e.rank == *rank) ranks[e.rank] = true;
   std::int64_t comm = 0, hidden = 0;
   for (const auto& [r, seen] : ranks) {
     const auto comm_intervals = intervals_of(events, comm_category, r);
+    const auto under_compute = intersection(comm_intervals, intervals_of(events, compute_category, r));
     comm += total_length(comm_intervals);
-    hidden += intersection_length(comm_intervals, intervals_of(events, compute_category, r));
+    hidden += total_length(under_compute);
+    if (!except_category.empty()) hidden -= total_length(intersection(under_compute, intervals_of(events, except_category, r)));
   }
   return comm > 0 ? static_cast<double>(hidden) / static_cast<double>(comm) : 0.0;
 }

@@ -90,10 +90,13 @@ void write_chrome_trace(const std::filesystem::path& path, const std::vector<Tra
 Timeline to_timeline(const std::vector<TraceEvent>& events, ChartOptions options = {});
 
 // Of the time `rank` spent in `comm_category` events, the fraction that lies inside
-// `compute_category` events of the same rank (both as unions of intervals, so
-// concurrent buckets are not double-counted). Without a rank: over all ranks, each
-// rank's communication against its own compute. 0 when there is no communication.
+// `compute_category` events of the same rank and outside `except_category` ones (all as
+// unions of intervals, so concurrent buckets are not double-counted). Without a rank:
+// over all ranks, each rank's communication against its own compute. 0 when there is no
+// communication. DDP's backward ends waiting for its last buckets (a "wait" event inside
+// "backward"): communication during that wait is not hidden, hence except_category.
 double overlap_fraction(const std::vector<TraceEvent>& events, std::string_view comm_category,
-                        std::string_view compute_category, std::optional<int> rank = std::nullopt);
+                        std::string_view compute_category, std::optional<int> rank = std::nullopt,
+                        std::string_view except_category = {});
 
 }  // namespace rg::report

@@ -34,8 +34,10 @@ case "${1:-}" in
   demo)
     install_packages
     build
+    # Data-parallel: two DistributedDataParallel workers (rank-threads of this process),
+    # 64 images each per step, so the global batch is 128.
     "$BUILD_DIR/bin/ringgrad-train" --data fashion-mnist --model mlp --epochs 3 \
-      --batch-size 128 --lr 0.05 --momentum 0.9 --out runs/demo
+      --parallel ddp --workers 2 --batch-size 64 --lr 0.05 --momentum 0.9 --out runs/demo
     ;;
   test)
     install_packages

@@ -7,74 +7,29 @@
 #include <algorithm>
 #include <mutex>
 
-#include "autograd/functions.h"
-#include "nn/layers.h"
-#include "nn/optim.h"
+#include "oracle.h"
 #include "parallel/ddp.h"
 
 namespace rg::parallel {
 namespace {
 
-constexpr int64_t kIn = 6;
-constexpr int64_t kHidden = 16;
-constexpr int64_t kClasses = 4;
-constexpr int64_t kLocalBatch = 4;
+using namespace test;
+
 constexpr double kBytesPerMb = 1024.0 * 1024.0;
 
-// fc3(relu(fc2(relu(fc1(x))))); skip_fc2 leaves fc2 out of the forward (an unused layer).
-struct Mlp : nn::Cloneable<Mlp> {
-  explicit Mlp(int64_t hidden = kHidden) {
-    fc1 = register_module("fc1", nn::Linear(kIn, hidden));
-    fc2 = register_module("fc2", nn::Linear(hidden, hidden));
-    fc3 = register_module("fc3", nn::Linear(hidden, kClasses));
-  }
-  Variable forward(const Variable& x) override {
-    Variable h = relu(fc1->forward(x));
-    if (!skip_fc2) h = relu(fc2->forward(h));
-    return fc3->forward(h);
-  }
-  std::shared_ptr<nn::Linear> fc1, fc2, fc3;
-  bool skip_fc2 = false;
-};
-
-std::shared_ptr<Mlp> make_mlp(DType dtype, int64_t hidden = kHidden) {
-  Generator gen(7);
-  auto model = std::make_shared<Mlp>(hidden);
-  for (Variable& p : model->parameters()) normal_(p.data(), gen, 0.0, 0.5);
-  model->to(dtype);
-  return model;
-}
-
 std::shared_ptr<Mlp> clone_mlp(const Mlp& model) {
-  auto copy = std::static_pointer_cast<Mlp>(model.clone());
+  auto copy = clone_of(model);
   copy->skip_fc2 = model.skip_fc2;
   return copy;
 }
 
-struct Batch {
-  Tensor x, y;
-  Batch rows(int64_t start, int64_t n) const { return {x.narrow(0, start, n), y.narrow(0, start, n)}; }
-};
-
-std::vector<Batch> make_batches(int steps, int64_t size, DType dtype) {
-  Generator gen(11);
-  std::vector<Batch> out;
-  for (int s = 0; s < steps; ++s)
-    out.push_back({randn({size, kIn}, gen, 0.0, 1.0, dtype), randint(0, kClasses, {size}, gen)});
-  return out;
-}
-
-optim::SGD make_sgd(const nn::Module& model) { return optim::SGD(model.parameters(), {.lr = 0.1, .momentum = 0.9}); }
-
 // Single-process training on the whole batches; `skip(step)` says whether fc2 is unused.
 void train_single(Mlp& model, const std::vector<Batch>& batches, const std::function<bool(int)>& skip) {
-  auto opt = make_sgd(model);
-  for (size_t s = 0; s < batches.size(); ++s) {
-    model.skip_fc2 = skip(static_cast<int>(s));
-    opt.zero_grad();
-    cross_entropy(model(batches[s].x), batches[s].y).backward();
-    opt.step();
-  }
+  int step = 0;
+  test::train_single(model, batches, [&](const Tensor& x) {
+    model.skip_fc2 = skip(step++);
+    return model(x);
+  });
 }
 
 // Every rank trains its replica on its share of each batch through DDP.
@@ -95,20 +50,6 @@ void train_ddp(std::vector<std::shared_ptr<Mlp>>& replicas, const std::vector<Ba
   });
 }
 
-// The largest difference between a replica's parameters and the reference's, relative
-// to the reference's largest magnitude.
-double relative_error(const Mlp& replica, const Mlp& reference) {
-  double worst = 0;
-  auto mine = replica.named_parameters();
-  auto theirs = reference.named_parameters();
-  for (size_t i = 0; i < mine.size(); ++i) {
-    const Tensor& want = theirs[i].second.data();
-    double scale = std::max(1.0, max(abs(want)).item());
-    worst = std::max(worst, max_abs_diff(mine[i].second.data(), want) / scale);
-  }
-  return worst;
-}
-
 // Trains N replicas with DDP and one model single-process; returns the worst relative error.
 double oracle_error(int n, DType dtype, const DDPOptions& options, int steps,
                     const std::function<bool(int)>& skip = [](int) { return false; }) {
@@ -126,12 +67,7 @@ double oracle_error(int n, DType dtype, const DDPOptions& options, int steps,
 
 // Runs fn(rank, pg) on n ranks and returns the message of the error run_local_world rethrew.
 std::string error_from(int n, const std::function<void(int, std::shared_ptr<ProcessGroup>)>& fn) {
-  try {
-    run_local_world(n, [&](std::shared_ptr<ProcessGroup> pg) { fn(pg->rank(), pg); });
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
+  return test::error_from([&] { run_local_world(n, [&](std::shared_ptr<ProcessGroup> pg) { fn(pg->rank(), pg); }); });
 }
 
 }  // namespace
@@ -297,6 +233,97 @@ TEST_CASE("parallel.ddp.consistency_check_catches_a_replaced_parameter", "[paral
     ddp.check_consistency();
   });
   CHECK_THAT(error, Catch::Contains("check_consistency: rank 0: parameter 'fc1.weight' was replaced"));
+}
+
+TEST_CASE("parallel.ddp.uneven_inputs_are_an_error_naming_the_counts", "[parallel][ddp]") {
+  std::vector<std::shared_ptr<Mlp>> replicas;
+  for (int r = 0; r < 4; ++r) replicas.push_back(make_mlp(DType::float32));
+  std::string error = error_from(4, [&](int rank, auto pg) {
+    DistributedDataParallel ddp(replicas[rank], pg);
+    ddp.check_even_inputs(98);  // agreed
+    ddp.check_even_inputs(rank == 3 ? 97 : 98);
+  });
+  CHECK_THAT(error, Catch::Contains("rank 3 has 97 batches, the others 98"));
+}
+
+// Rank 1's gradient goes wrong in step 2 of 3; the consistency check before step 3 names
+// the parameter when the fault was a corruption after the all-reduce, and passes when
+// it was a dropped contribution (every rank then applies the same, wrong, average).
+TEST_CASE("parallel.ddp.injected_gradient_faults", "[parallel][ddp]") {
+  auto batches = make_batches(3, 2 * kLocalBatch, DType::float64);
+  auto run = [&](GradientFault fault, std::vector<std::shared_ptr<Mlp>>& replicas) {
+    return error_from(2, [&](int rank, auto pg) {
+      DistributedDataParallel ddp(replicas[rank], pg, {.check_every = 1});
+      auto opt = make_sgd(*replicas[rank]);
+      for (int s = 0; s < 3; ++s) {
+        if (s == 1 && rank == 1) ddp.inject_fault(fault);
+        Batch mine = batches[s].rows(rank * kLocalBatch, kLocalBatch);
+        opt.zero_grad();
+        cross_entropy(ddp(mine.x), mine.y).backward();
+        opt.step();
+      }
+    });
+  };
+  std::vector<std::shared_ptr<Mlp>> corrupted = {make_mlp(DType::float64), make_mlp(DType::float64)};
+  CHECK_THAT(run(GradientFault::corrupt, corrupted), Catch::Contains("parameter 'fc3.bias' differs across replicas"));
+  std::vector<std::shared_ptr<Mlp>> dropped = {make_mlp(DType::float64), make_mlp(DType::float64)};
+  CHECK(run(GradientFault::drop, dropped).empty());
+  CHECK(relative_error(*dropped[0], *dropped[1]) == 0);  // identical replicas ...
+  auto reference = make_mlp(DType::float64);
+  train_single(*reference, batches, [](int) { return false; });
+  CHECK(relative_error(*dropped[0], *reference) > 1e-6);  // ... of the wrong model
+}
+
+// The trace of one step: the first bucket's all-reduce (a "comm" event on the
+// communication thread) starts before backward ends, and the wait comes last.
+TEST_CASE("parallel.ddp.trace_shows_communication_inside_backward", "[parallel][ddp]") {
+  std::vector<std::shared_ptr<Mlp>> replicas = {make_mlp(DType::float32, 256), make_mlp(DType::float32, 256)};
+  auto batch = make_batches(1, 2 * kLocalBatch, DType::float32)[0];
+  std::vector<report::TraceEvent> events;
+  run_local_world(2, [&](std::shared_ptr<ProcessGroup> pg) {
+    report::TraceRecorder trace(pg->rank());
+    DistributedDataParallel ddp(replicas[pg->rank()], pg, {.first_bucket_mb = 300 / kBytesPerMb, .trace = &trace});
+    pg->set_trace(&trace);
+    Batch mine = batch.rows(pg->rank() * kLocalBatch, kLocalBatch);
+    Variable loss = cross_entropy(ddp(mine.x), mine.y);
+    {
+      report::TraceRecorder::Scope backward(&trace, "backward", "backward");
+      loss.backward();
+    }
+    pg->set_trace(nullptr);
+    if (pg->rank() == 0) events = trace.events();
+  });
+  const auto first = [&](const char* category) {
+    return *std::find_if(events.begin(), events.end(), [&](auto& e) { return e.category == category; });
+  };
+  const report::TraceEvent backward = first("backward"), comm = first("comm"), wait = first("wait");
+  CHECK(comm.start_us < backward.start_us + backward.duration_us);
+  CHECK(comm.tid != backward.tid);  // the communication thread
+  CHECK(wait.start_us + wait.duration_us <= backward.start_us + backward.duration_us);
+  CHECK(std::count_if(events.begin(), events.end(), [](auto& e) { return e.category == "launch"; }) == 2);
+}
+
+TEST_CASE("parallel.ddp.buffers_follow_rank_0_at_every_forward", "[parallel][ddp]") {
+  // A model with a buffer that its forward does not change.
+  struct Counted : nn::Cloneable<Counted> {
+    Counted() {
+      fc = register_module("fc", nn::Linear(kIn, kClasses));
+      register_buffer("seen", Tensor::zeros({1}));
+    }
+    Variable forward(const Variable& x) override { return fc->forward(x); }
+    std::shared_ptr<nn::Linear> fc;
+  };
+  std::vector<std::shared_ptr<Counted>> replicas = {std::make_shared<Counted>(), std::make_shared<Counted>()};
+  auto batch = make_batches(1, kLocalBatch, DType::float32)[0];
+  std::vector<float> seen(2);
+  run_local_world(2, [&](std::shared_ptr<ProcessGroup> pg) {
+    const int rank = pg->rank();
+    DistributedDataParallel ddp(replicas[rank], pg);
+    replicas[rank]->buffer("seen").fill_(rank == 0 ? 7.0 : -1.0);  // the ranks' buffers drift apart
+    ddp(batch.x);
+    seen[rank] = replicas[rank]->buffer("seen").to_vector<float>()[0];
+  });
+  CHECK(seen == std::vector<float>{7, 7});
 }
 
 }  // namespace rg::parallel

@@ -124,4 +124,7 @@ TEST_CASE("report.trace_overlap_fraction", "[report]") {
   CHECK(overlap_fraction(both, "comm", "backward") == Approx(0.25));
   CHECK(overlap_fraction(both, "comm", "backward", 1) == 0.0);
   CHECK(overlap_fraction(backward, "comm", "backward", 0) == 0.0);  // no communication at all
+  // Backward [0, 100) ends waiting [80, 100): comm [60, 100) is hidden only for [60, 80).
+  CHECK(overlap_fraction(with({event(0, "comm", 60, 40), event(0, "wait", 80, 20)}), "comm", "backward", 0, "wait") ==
+        0.5);
 }

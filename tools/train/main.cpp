@@ -1,6 +1,7 @@
 // ringgrad-train: trains mlp / cnn / resnet-small on Fashion-MNIST, MNIST, CIFAR-10, an image
 // folder or synthetic data, with a progress bar, metrics, charts and checkpoints. Exit codes:
 // 0 done, 1 bad data or a failure while training, 2 bad flags (including --resume).
+#include <cstdlib>
 #include <iostream>
 #include <regex>
 
@@ -9,6 +10,7 @@
 #include "tools/train/datasets.h"
 #include "tools/train/models.h"
 #include "tools/train/options.h"
+#include "tools/train/parallel_run.h"
 #include "tools/train/trainer.h"
 
 using namespace rg;
@@ -28,7 +30,27 @@ int fail(int code, const std::string& message) {
   return code;
 }
 
-int run_training(const TrainOptions& options) {
+// Under mpirun only rank 0 speaks; MPI is not initialised yet when the data is read.
+bool is_main_process() {
+  const char* rank = std::getenv("OMPI_COMM_WORLD_RANK");
+  return rank == nullptr || std::string(rank) == "0";
+}
+
+RunSummary train(const TrainOptions& options, const DataSplits& data, const std::shared_ptr<nn::Module>& model,
+                 int argc, char** argv, bool& is_main) {
+  if (options.parallel == "none") return Trainer(options, model, data).run();
+  if (options.parallel == "dp") {
+    DPTrainer trainer(options, model, data);
+    const RunSummary summary = trainer.run();
+    std::cout << trainer.traffic_report() << std::endl;
+    return summary;
+  }
+  ParallelOutcome outcome = run_data_parallel(options, data, model, argc, argv);
+  is_main = outcome.is_main;
+  return outcome.summary;
+}
+
+int run_training(const TrainOptions& options, int argc, char** argv) {
   set_num_threads(options.threads > 0 ? options.threads : default_num_threads());
   const Device device = Device::parse(options.device);
   if (device.is_cuda() && !cuda::is_available()) {
@@ -43,12 +65,21 @@ int run_training(const TrainOptions& options) {
   default_generator().set_state(options.seed, 0);
   auto model = make_model(options.model, data.shape());
   model->to(device);
-  std::cout << "ringgrad-train: " << options.model << " on " << data.train->name() << " (" << data.train->size()
-            << " train / " << data.test->size() << " test images), " << get_num_threads() << " thread(s), "
-            << device.str() << std::endl;
-  Trainer trainer(options, model, data);
+  bool is_main = is_main_process();
+  if (is_main) {
+    std::cout << "ringgrad-train: " << options.model << " on " << data.train->name() << " (" << data.train->size()
+              << " train / " << data.test->size() << " test images), " << device.str() << ", ";
+    if (options.parallel == "none") {
+      std::cout << get_num_threads() << " thread(s)\n";
+    } else {
+      std::cout << options.parallel << " with " << options.workers << " workers (" << options.backend
+                << " backend, " << options.allreduce << " all-reduce)\n";
+    }
+    std::cout << "batch: " << describe_batch_and_lr(options) << std::endl;
+  }
   try {
-    print_summary(std::cout, trainer.run(), options.out);
+    const RunSummary summary = train(options, data, model, argc, argv, is_main);
+    if (is_main) print_summary(std::cout, summary, options.out);
   } catch (const ResumeError& e) {
     return fail(2, std::string("--resume: ") + e.what());
   }
@@ -61,7 +92,7 @@ int main(int argc, char** argv) {
   const CliOutcome cli = parse_cli(argc, argv, std::cout, std::cerr);
   if (!cli.options) return cli.exit_code;
   try {
-    return run_training(*cli.options);
+    return run_training(*cli.options, argc, argv);
   } catch (const std::exception& e) {
     return fail(1, e.what());
   }

@@ -6,7 +6,9 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <charconv>
+#include <cstdlib>
 #include <filesystem>
+#include <optional>
 #include <ostream>
 #include <sstream>
 
@@ -56,7 +58,8 @@ void check_member(const std::string& flag, const std::string& value, const std::
 // The flags' text, before conversion; defaults come from TrainOptions.
 struct RawFlags {
   std::string data, model, image_size, epochs, batch_size, lr, momentum, optimizer, warmup_epochs, device, threads,
-      seed, out, resume, eval_every, max_steps;
+      seed, out, resume, eval_every, max_steps, parallel, workers, backend, allreduce, global_batch_size,
+      accumulation, lr_scaling, bucket_cap_mb, check_every, straggler, corrupt_grad, trace_steps;
 };
 
 RawFlags raw_defaults(const TrainOptions& d) {
@@ -80,7 +83,25 @@ RawFlags raw_defaults(const TrainOptions& d) {
           .out = d.out,
           .resume = d.resume,
           .eval_every = "epoch",
-          .max_steps = "none"};
+          .max_steps = "none",
+          .parallel = d.parallel,
+          .workers = "auto",
+          .backend = "auto",
+          .allreduce = d.allreduce,
+          .global_batch_size = "none",
+          .accumulation = text(d.accumulation),
+          .lr_scaling = d.lr_scaling,
+          .bucket_cap_mb = text(d.bucket_cap_mb),
+          .check_every = "never",
+          .straggler = d.straggler,
+          .corrupt_grad = d.corrupt_grad,
+          .trace_steps = text(d.trace_steps)};
+}
+
+// Under mpirun every process sees its world size here, before MPI is initialised.
+std::optional<int> mpirun_world_size() {
+  const char* size = std::getenv("OMPI_COMM_WORLD_SIZE");
+  return size ? std::optional<int>(std::atoi(size)) : std::nullopt;
 }
 
 void add_flags(CLI::App& app, RawFlags& f) {
@@ -103,12 +124,118 @@ void add_flags(CLI::App& app, RawFlags& f) {
   add("--resume", f.resume, "continue exactly where this checkpoint left off", "CKPT");
   add("--eval-every", f.eval_every, "evaluate on the test set every N steps (default: end of each epoch)", "N");
   add("--max-steps", f.max_steps, "stop after N steps in all (final evaluation and summary still run)", "N");
+  add("--parallel", f.parallel, "none|dp (DataParallel, one process)|ddp (DistributedDataParallel)", "MODE");
+  add("--workers", f.workers, "ranks or dp devices (auto: the mpirun world size, else 2)", "N");
+  add("--backend", f.backend, "local (threads of one process) | mpi (auto: mpi under mpirun)", "NAME");
+  add("--allreduce", f.allreduce, "library|ring|naive_ring|star", "ALGO");
+  add("--global-batch-size", f.global_batch_size, "samples per step over all workers (instead of --batch-size)", "N");
+  add("--accumulation", f.accumulation, "micro-batches per step, accumulated without communication", "K");
+  add("--lr-scaling", f.lr_scaling, "none | linear: lr x global batch / micro-batch", "RULE");
+  add("--bucket-cap-mb", f.bucket_cap_mb, "DDP gradient bucket size", "MB");
+  add("--check-every", f.check_every, "DDP: check the replicas are identical every N steps", "N");
+  add("--straggler", f.straggler, "slow a rank down: RANK:MS[:PROB] sleeps MS ms before a step (with PROB)", "SPEC");
+  add("--corrupt-grad", f.corrupt_grad, "DDP fault in step STEP (from 1) of rank RANK: RANK:STEP[:corrupt|drop]", "SPEC");
+  add("--trace-steps", f.trace_steps, "steps traced after the first into OUT/trace.json, OUT/timeline.svg", "N");
 }
 
 void check_device(const std::string& device) {
   if (device != "cpu" && device != "cuda" && !device.starts_with("cuda:")) {
     throw FlagError{"--device", "unknown value '" + device + "'; accepted: cpu|cuda|cuda:N"};
   }
+}
+
+void convert_world(const RawFlags& f, TrainOptions& o) {
+  const std::optional<int> mpi_size = mpirun_world_size();
+  o.backend = f.backend == "auto" ? (mpi_size ? "mpi" : "local") : f.backend;
+  check_member("--backend", o.backend, {"local", "mpi"});
+  if (o.backend == "mpi" && !mpi_size) throw FlagError{"--backend", "mpi needs the program to run under mpirun"};
+  if (o.parallel == "none") {
+    if (f.workers != "auto" && f.workers != "1") throw FlagError{"--workers", "needs --parallel ddp"};
+    o.workers = 1;
+  } else if (o.parallel == "dp") {  // one process, one thread per device
+    if (f.backend == "mpi") throw FlagError{"--backend", "dp runs in one process; use ddp under mpirun"};
+    o.backend = "local";
+    o.workers = f.workers == "auto" ? 2 : static_cast<int>(parse_int("--workers", f.workers, 1));
+  } else if (o.backend == "mpi") {
+    o.workers = f.workers == "auto" ? *mpi_size : static_cast<int>(parse_int("--workers", f.workers, 1));
+    if (o.workers != *mpi_size) {
+      throw FlagError{"--workers", "is " + f.workers + " but mpirun started " + std::to_string(*mpi_size) +
+                                       " processes; with --backend mpi each process is one worker"};
+    }
+  } else {
+    o.workers = f.workers == "auto" ? 2 : static_cast<int>(parse_int("--workers", f.workers, 1));
+  }
+}
+
+// --batch-size or --global-batch-size, split over workers and micro-batches exactly.
+void convert_batch(const RawFlags& f, TrainOptions& o) {
+  o.accumulation = parse_int("--accumulation", f.accumulation, 1);
+  if (f.global_batch_size != "none") {
+    o.global_batch_size = parse_int("--global-batch-size", f.global_batch_size, 1);
+    const int64_t workers = o.parallel == "none" || o.parallel == "dp" ? 1 : o.workers;
+    if (o.global_batch_size % workers != 0) {
+      throw FlagError{"--global-batch-size", f.global_batch_size + " does not split evenly over " +
+                                                 std::to_string(workers) + " workers"};
+    }
+    o.batch_size = o.global_batch_size / workers;
+  }
+  if (o.batch_size % o.accumulation != 0) {
+    throw FlagError{"--accumulation", "the per-worker batch " + std::to_string(o.batch_size) +
+                                          " does not split into " + f.accumulation + " equal micro-batches"};
+  }
+}
+
+// A straggler or fault spec "A:B[:C]": its numeric fields, checked.
+std::vector<std::string> split_spec(const std::string& flag, const std::string& spec, size_t min, size_t max,
+                                    const char* form) {
+  std::vector<std::string> fields;
+  std::stringstream in(spec);
+  for (std::string field; std::getline(in, field, ':');) fields.push_back(field);
+  if (fields.size() < min || fields.size() > max) throw FlagError{flag, "'" + spec + "' is not " + form};
+  return fields;
+}
+
+void convert_injection(const RawFlags& f, TrainOptions& o) {
+  auto check_rank = [&](const std::string& flag, const std::string& text) {
+    if (parse_int(flag, text, 0) >= o.workers) {
+      throw FlagError{flag, "rank " + text + " does not exist with " + std::to_string(o.workers) + " worker(s)"};
+    }
+  };
+  if (!f.straggler.empty()) {
+    if (o.parallel == "dp") throw FlagError{"--straggler", "is not available with dp (use ddp)"};
+    const auto fields = split_spec("--straggler", f.straggler, 2, 3, "RANK:MS[:PROB]");
+    check_rank("--straggler", fields[0]);
+    if (!(parse_double("--straggler", fields[1]) >= 0)) throw FlagError{"--straggler", "MS must be >= 0"};
+    if (fields.size() == 3) {
+      const double p = parse_double("--straggler", fields[2]);
+      if (!(p >= 0 && p <= 1)) throw FlagError{"--straggler", "PROB must be in [0, 1], got " + fields[2]};
+    }
+  }
+  o.straggler = f.straggler;
+  if (!f.corrupt_grad.empty()) {
+    if (o.parallel != "ddp") throw FlagError{"--corrupt-grad", "needs --parallel ddp"};
+    const auto fields = split_spec("--corrupt-grad", f.corrupt_grad, 2, 3, "RANK:STEP[:corrupt|drop]");
+    check_rank("--corrupt-grad", fields[0]);
+    parse_int("--corrupt-grad", fields[1], 1);
+    if (fields.size() == 3) check_member("--corrupt-grad", fields[2], {"corrupt", "drop"});
+  }
+  o.corrupt_grad = f.corrupt_grad;
+}
+
+void convert_parallel(const RawFlags& f, TrainOptions& o) {
+  o.parallel = f.parallel;
+  check_member("--parallel", o.parallel, {"none", "dp", "ddp"});
+  convert_world(f, o);
+  o.allreduce = f.allreduce;
+  check_member("--allreduce", o.allreduce, {"library", "ring", "naive_ring", "star"});
+  convert_batch(f, o);
+  o.lr_scaling = f.lr_scaling;
+  check_member("--lr-scaling", o.lr_scaling, {"none", "linear"});
+  o.bucket_cap_mb = parse_double("--bucket-cap-mb", f.bucket_cap_mb);
+  if (!(o.bucket_cap_mb > 0)) throw FlagError{"--bucket-cap-mb", "must be > 0, got " + f.bucket_cap_mb};
+  o.check_every = f.check_every == "never" ? 0 : parse_int("--check-every", f.check_every, 1);
+  o.trace_steps = parse_int("--trace-steps", f.trace_steps, 0);
+  convert_injection(f, o);
 }
 
 TrainOptions convert(const RawFlags& f) {
@@ -148,6 +275,7 @@ TrainOptions convert(const RawFlags& f) {
   }
   o.eval_every = f.eval_every == "epoch" ? 0 : parse_int("--eval-every", f.eval_every, 1);
   o.max_steps = f.max_steps == "none" ? 0 : parse_int("--max-steps", f.max_steps, 1);
+  convert_parallel(f, o);
   return o;
 }
 
@@ -165,6 +293,22 @@ std::string describe(const CLI::ParseError& e) {
 
 }  // namespace
 
+std::string describe_batch_and_lr(const TrainOptions& o) {
+  std::ostringstream out;
+  const bool one_process = o.parallel == "none" || o.parallel == "dp";
+  out << o.micro_batch() << " per micro-batch x " << (one_process ? 1 : o.workers) << " worker(s) x "
+      << o.accumulation << " accumulation step(s) = global batch " << o.global_batch();
+  if (o.parallel == "dp") out << ", each micro-batch split over " << o.workers << " devices";
+  out << "; ";
+  if (o.lr_scaling == "linear") {
+    out << "lr " << o.lr_in_use() << " (linear scaling: " << o.lr << " x " << o.global_batch() << " / "
+        << o.micro_batch() << ")";
+  } else {
+    out << "lr " << o.lr << " as given (no scaling with the global batch)";
+  }
+  return out.str();
+}
+
 CliOutcome parse_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& err) {
   CLI::App app(
       "ringgrad-train: trains a model on an image dataset and reports test accuracy.\n"
@@ -177,6 +321,8 @@ CliOutcome parse_cli(int argc, const char* const* argv, std::ostream& out, std::
       "  ringgrad-train --data fashion-mnist --model mlp --epochs 3\n"
       "  ringgrad-train --data fashion-mnist --model cnn --batch-size 64 --lr 0.01 --epochs 3\n"
       "  ringgrad-train --data synthetic --max-steps 50 --out /tmp/run\n"
+      "  ringgrad-train --parallel ddp --workers 2 --batch-size 64       (two ranks on threads)\n"
+      "  mpirun -n 4 ringgrad-train --parallel ddp --allreduce ring       (four processes)\n"
       "Data is searched in $RINGGRAD_DATA, ~/.cache/ringgrad/data and /usr/share/datasets.");
   const TrainOptions defaults;
   RawFlags flags = raw_defaults(defaults);

@@ -26,7 +26,38 @@ struct TrainOptions {
   std::string resume = {};
   int64_t eval_every = 0;  // steps; 0: at the end of each epoch
   int64_t max_steps = 0;   // 0: no limit
+
+  // Data parallelism (tools/train/parallel_run.h). batch_size is per worker for ddp
+  // (as in PyTorch DDP scripts) and the global batch for none and dp (as with PyTorch's
+  // DataParallel); global_batch_size, when
+  // set, fixes the global batch instead and batch_size is derived from it.
+  std::string parallel = "none";  // none|dp|ddp
+  int workers = 1;                // ranks; under mpirun, the world size
+  std::string backend = "local";  // local (threads of this process) | mpi (under mpirun)
+  std::string allreduce = "library";
+  int64_t global_batch_size = 0;  // 0: batch_size × workers × accumulation
+  int64_t accumulation = 1;       // micro-batches per step (DDP's no_sync on all but the last)
+  std::string lr_scaling = "none";  // none | linear: lr × global batch ÷ (batch_size ÷ accumulation)
+  double bucket_cap_mb = 25;
+  int64_t check_every = 0;        // DDP consistency check every N steps; 0: never
+  std::string straggler = {};     // RANK:MS[:PROB]
+  std::string corrupt_grad = {};  // RANK:STEP[:corrupt|drop]
+  int64_t trace_steps = 10;       // steps traced after the first; 0: no trace
+
+  // The per-worker batch of one step (all its micro-batches) and the global batch.
+  int64_t worker_batch() const { return batch_size; }
+  int64_t global_batch() const { return batch_size * (parallel == "none" || parallel == "dp" ? 1 : workers); }
+  int64_t micro_batch() const { return batch_size / accumulation; }
+  // lr, or with linear scaling lr × global batch ÷ micro-batch: lr is tuned for one
+  // worker's micro-batch and grows with the batch each update averages over.
+  double lr_in_use() const {
+    return lr_scaling == "linear" ? lr * static_cast<double>(global_batch()) / static_cast<double>(micro_batch()) : lr;
+  }
 };
+
+// "32 per micro-batch × 2 workers × 2 accumulation steps = global batch 128; lr 0.05 as
+// given (no scaling)": what ringgrad-train prints at start.
+std::string describe_batch_and_lr(const TrainOptions& options);
 
 struct CliOutcome {
   std::optional<TrainOptions> options;  // set when training should run

@@ -4,11 +4,13 @@
 // resumed run replays epoch e's order and skips the batches already trained.
 #include "tools/train/trainer.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <iomanip>
 #include <iostream>
 #include <sstream>
+#include <thread>
 
 #include "autograd/functions.h"
 #include "nn/checkpoint.h"
@@ -41,6 +43,17 @@ std::map<std::string, std::string> run_identity(const TrainOptions& o) {
   return {{"model", o.model}, {"data", o.data}, {"batch_size", std::to_string(o.batch_size)}};
 }
 
+// "RANK:MS[:PROB]" (checked by the command line) -> (MS, PROB) when RANK is `rank`.
+std::optional<std::pair<double, double>> straggler_for(const std::string& spec, int rank) {
+  if (spec.empty()) return std::nullopt;
+  std::stringstream in(spec);
+  std::string field;
+  std::vector<double> values;
+  while (std::getline(in, field, ':')) values.push_back(std::stod(field));
+  if (static_cast<int>(values[0]) != rank) return std::nullopt;
+  return std::pair{values[1], values.size() > 2 ? values[2] : 1.0};
+}
+
 }  // namespace
 
 // Accumulates the seconds between start() and stop() calls.
@@ -56,18 +69,23 @@ class Trainer::Stopwatch {
   double total_ = 0;
 };
 
-Trainer::Trainer(TrainOptions options, std::shared_ptr<nn::Module> model, const DataSplits& data, bool is_main)
+Trainer::Trainer(TrainOptions options, std::shared_ptr<nn::Module> model, const DataSplits& data, Role role)
     : options_(std::move(options)),
       model_(std::move(model)),
       data_(data),
-      is_main_(is_main),
+      role_(role),
+      is_main_(role.rank == 0),
       device_(Device::parse(options_.device)),
-      out_dir_(options_.out) {
+      out_dir_(options_.out),
+      trace_(std::make_unique<report::TraceRecorder>(role.rank)),
+      straggler_(straggler_for(options_.straggler, role.rank)),
+      straggler_dice_(options_.seed + 7919 * static_cast<uint64_t>(role.rank + 1)) {
+  const double lr = options_.lr_in_use();
   if (options_.optimizer == "adam") {
-    optimizer_ = std::make_unique<optim::Adam>(model_->parameters(), optim::AdamOptions{.lr = options_.lr});
+    optimizer_ = std::make_unique<optim::Adam>(model_->parameters(), optim::AdamOptions{.lr = lr});
   } else {
     optimizer_ = std::make_unique<optim::SGD>(model_->parameters(),
-                                              optim::SGDOptions{.lr = options_.lr, .momentum = options_.momentum});
+                                              optim::SGDOptions{.lr = lr, .momentum = options_.momentum});
   }
 }
 
@@ -77,10 +95,12 @@ void Trainer::prepare() {
   sampler_ = make_sampler(data_.train->size());
   train_loader_ = std::make_unique<data::DataLoader>(
       *data_.train, data::DataLoaderOptions{.batch_size = options_.batch_size, .sampler = sampler_.get()});
-  test_loader_ = std::make_unique<data::DataLoader>(*data_.test, data::DataLoaderOptions{.batch_size = kEvalBatch});
+  test_sampler_ = make_test_sampler(data_.test->size());
+  test_loader_ = std::make_unique<data::DataLoader>(
+      *data_.test, data::DataLoaderOptions{.batch_size = kEvalBatch, .sampler = test_sampler_.get()});
   steps_per_epoch_ = train_loader_->size();
   const auto warmup_steps = static_cast<int64_t>(std::llround(options_.warmup_epochs * steps_per_epoch_));
-  schedule_ = std::make_unique<ConstantLR>(options_.lr);
+  schedule_ = std::make_unique<ConstantLR>(options_.lr_in_use());
   if (warmup_steps > 0) {
     schedule_ = std::make_unique<optim::LinearWarmup>(std::move(schedule_), warmup_steps, kWarmupStartFactor);
   }
@@ -93,30 +113,64 @@ std::unique_ptr<data::Sampler> Trainer::make_sampler(int64_t dataset_size) {
 Tensor Trainer::to_device(const Tensor& t) const { return t.device() == device_ ? t : t.to(device_); }
 
 StepResult Trainer::step(const data::Batch& batch) {
+  using report::TraceRecorder;
+  delay_if_straggler();
   optimizer_->set_lr(schedule_->lr_at(step_));
   const Tensor x = to_device(batch.x), y = to_device(batch.y);
-  Variable logits = (*model_)(x);                   // (B, K)
-  Variable loss = cross_entropy(logits, y);         // mean over the batch
+  const int64_t rows = y.size(0), micro = options_.accumulation;
   optimizer_->zero_grad();
-  loss.backward();
+  StepResult result{0, 0, rows};
+  for (int64_t k = 0, start = 0; k < micro; ++k) {
+    // As even as possible: the last batch of an epoch may not split exactly. The extra
+    // rows go to the last micro-batches, so the one that synchronises is never empty.
+    const int64_t n = rows / micro + (k >= micro - rows % micro ? 1 : 0);
+    if (n == 0) continue;
+    const Tensor yk = y.narrow(0, start, n);
+    Variable logits, loss;
+    {
+      TraceRecorder::Scope traced(trace(), "forward", "forward");
+      logits = forward(x.narrow(0, start, n));
+      // Each micro-batch's mean, weighted by its share, sums to the mean over the batch.
+      loss = cross_entropy(logits, yk) * (static_cast<double>(n) / static_cast<double>(rows));
+    }
+    {
+      const auto deferred = k + 1 < micro ? defer_sync() : nullptr;
+      TraceRecorder::Scope traced(trace(), "backward", "backward");
+      loss.backward();
+    }
+    result.loss += loss.item();
+    result.correct += count_correct(logits.data(), yk);
+    start += n;
+  }
+  TraceRecorder::Scope traced(trace(), "optimizer step", "optimizer");
   optimizer_->step();
-  return {loss.item(), count_correct(logits.data(), y), y.size(0)};
+  return result;
+}
+
+void Trainer::delay_if_straggler() {
+  if (!straggler_) return;
+  float dice = 0;
+  straggler_dice_.fill_uniform(&dice, 1, 0.0, 1.0);
+  if (dice >= straggler_->second) return;
+  report::TraceRecorder::Scope traced(trace(), "straggler delay", "straggler");
+  std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(straggler_->first));
 }
 
 EvalResult Trainer::evaluate() {
   NoGradGuard no_grad;
   model_->eval();
-  double loss_sum = 0;
-  int64_t correct = 0, seen = 0;
+  EvalSums mine;
   for (auto& [x, y] : *test_loader_) {
     const Tensor yd = to_device(y);
     Variable logits = (*model_)(to_device(x));
-    loss_sum += cross_entropy(logits, yd, Reduction::sum).item();
-    correct += count_correct(logits.data(), yd);
-    seen += y.size(0);
+    mine.loss_sum += cross_entropy(logits, yd, Reduction::sum).item();
+    mine.correct += count_correct(logits.data(), yd);
+    mine.samples += y.size(0);
   }
   model_->train();
-  return {loss_sum / static_cast<double>(seen), static_cast<double>(correct) / static_cast<double>(seen)};
+  const EvalSums all = combine(mine);
+  const auto seen = static_cast<double>(all.samples);
+  return {all.loss_sum / seen, static_cast<double>(all.correct) / seen};
 }
 
 void Trainer::restore(const std::string& path) {
@@ -207,8 +261,16 @@ EvalResult Trainer::evaluate_and_record() {
   return last_eval_;
 }
 
+void Trainer::update_tracing() {
+  const bool on = options_.trace_steps > 0 && step_ >= 1 && step_ <= options_.trace_steps;
+  if (on == tracing_) return;
+  tracing_ = on;
+  trace_communication(trace());
+}
+
 bool Trainer::run_epoch(int64_t epoch, int64_t skip_batches, Stopwatch& train_clock) {
   sampler_->set_epoch(epoch);
+  start_epoch(steps_per_epoch_ - skip_batches);
   const int64_t remaining = options_.max_steps > 0 ? options_.max_steps - step_ : steps_per_epoch_;
   report::ProgressBar bar({.total = std::min(steps_per_epoch_ - skip_batches, remaining),
                            .label = "epoch " + std::to_string(epoch + 1) + "/" + std::to_string(options_.epochs),
@@ -218,8 +280,11 @@ bool Trainer::run_epoch(int64_t epoch, int64_t skip_batches, Stopwatch& train_cl
   double loss_sum = 0;
   train_clock.start();
   epoch_clock.start();
+  int64_t data_start_us = trace_->now_us();
   for (auto it = train_loader_->begin(); it != train_loader_->end(); ++it, ++batch_index) {
     if (batch_index < skip_batches) continue;
+    update_tracing();
+    if (tracing_) trace_->record("load batch", "data", data_start_us, trace_->now_us() - data_start_us);
     const StepResult r = step(*it);
     ++step_;
     samples_ += r.samples;
@@ -241,8 +306,10 @@ bool Trainer::run_epoch(int64_t epoch, int64_t skip_batches, Stopwatch& train_cl
     }
     train_clock.start();
     epoch_clock.start();
+    data_start_us = trace_->now_us();
   }
   train_clock.stop();
+  update_tracing();
   bar.finish();
   if (options_.eval_every == 0) evaluate_and_record();
   if (is_main_) {
@@ -275,6 +342,11 @@ RunSummary Trainer::run() {
   if (last_eval_step_ != step_) evaluate_and_record();
   if (is_main_) write_charts(metrics_path(), out_dir_);
   RunSummary s;
+  if (tracing_) {  // the run ended inside the traced steps
+    tracing_ = false;
+    trace_communication(nullptr);
+  }
+  if (options_.trace_steps > 0) s.comm_hidden = write_trace(gather_trace());
   s.test = last_eval_;
   s.train_time_s = train_clock.seconds();
   s.samples_per_s = s.train_time_s > 0 ? static_cast<double>(samples_) / s.train_time_s : 0;
@@ -284,12 +356,31 @@ RunSummary Trainer::run() {
   return s;
 }
 
+// OUT/trace.json and OUT/timeline.svg; returns the fraction of communication hidden
+// behind backward, when there was communication.
+std::optional<double> Trainer::write_trace(const std::vector<report::TraceEvent>& events) const {
+  if (!is_main_ || events.empty()) return std::nullopt;
+  report::write_chrome_trace(trace_path(), events);
+  report::to_timeline(events, {.title = "Steps 1-" + std::to_string(options_.trace_steps) +
+                                        ": one lane per rank (open trace.json in ui.perfetto.dev for detail)",
+                               .x_label = "time (ms)"})
+      .save(out_dir_ / "timeline.svg");
+  const bool communicated = std::any_of(events.begin(), events.end(), [](auto& e) { return e.category == "comm"; });
+  if (!communicated) return std::nullopt;
+  return report::overlap_fraction(events, "comm", "backward", std::nullopt, "wait");
+}
+
 void print_summary(std::ostream& out, const RunSummary& s, const std::filesystem::path& out_dir) {
   std::ostringstream text;  // formatting flags stay local to this function
   text << std::fixed << std::setprecision(2) << "test accuracy " << 100 * s.test.accuracy << "% (test loss "
        << std::setprecision(4) << s.test.loss << ") after " << s.steps << " steps; " << std::setprecision(1)
        << s.train_time_s << " s training, " << std::setprecision(0) << s.samples_per_s << " samples/s, "
        << std::setprecision(1) << s.time_s << " s in all\n";
+  if (s.comm_hidden) {
+    text << std::setprecision(0) << "communication hidden behind backward: " << 100 * *s.comm_hidden
+         << "% of all-reduce time (timeline: " << (out_dir / "timeline.svg").string() << ", trace: "
+         << (out_dir / "trace.json").string() << ")\n";
+  }
   text << "plots: " << (out_dir / "loss.svg").string() << " " << (out_dir / "accuracy.svg").string()
        << "; metrics: " << (out_dir / "metrics.jsonl").string() << "; checkpoint: "
        << (out_dir / "checkpoint.safetensors").string() << "\n";

@@ -7,13 +7,18 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "data/loader.h"
 #include "nn/module.h"
 #include "nn/optim.h"
 #include "nn/schedule.h"
 #include "report/metrics.h"
+#include "report/trace.h"
+#include "tensor/generator.h"
 #include "tools/train/datasets.h"
 #include "tools/train/options.h"
 
@@ -43,12 +48,26 @@ struct RunSummary {
   double time_s = 0;         // the whole run, start-up decoding excluded
   int64_t epochs = 0;        // epochs that ran steps
   int64_t steps = 0;         // global step count at the end
+  std::optional<double> comm_hidden;  // of the traced steps' all-reduce time, the share inside backward
+};
+
+// Which worker this trainer is; rank 0 prints and writes the run's files.
+struct Role {
+  int rank = 0;
+  int world_size = 1;
+};
+
+// Sums over (a share of) the test set.
+struct EvalSums {
+  double loss_sum = 0;
+  int64_t correct = 0;
+  int64_t samples = 0;
 };
 
 class Trainer {
  public:
   // The model must already be on `options.device`; `data` must outlive the trainer.
-  Trainer(TrainOptions options, std::shared_ptr<nn::Module> model, const DataSplits& data, bool is_main = true);
+  Trainer(TrainOptions options, std::shared_ptr<nn::Module> model, const DataSplits& data, Role role = {});
   virtual ~Trainer();
   Trainer(const Trainer&) = delete;
   Trainer& operator=(const Trainer&) = delete;
@@ -59,18 +78,46 @@ class Trainer {
 
   std::filesystem::path metrics_path() const { return out_dir_ / "metrics.jsonl"; }
   std::filesystem::path checkpoint_path() const { return out_dir_ / "checkpoint.safetensors"; }
+  std::filesystem::path trace_path() const { return out_dir_ / "trace.json"; }
+  // Ranks of one process should share one trace epoch (see TraceRecorder); call before run().
+  void set_trace_epoch(report::TraceRecorder::Clock::time_point epoch) {
+    trace_ = std::make_unique<report::TraceRecorder>(role_.rank, epoch);
+  }
+  // This rank's trace events of the traced steps (empty unless options.trace_steps > 0).
+  std::vector<report::TraceEvent> trace_events() const { return trace_->events(); }
 
  protected:
-  // One optimisation step on one batch: forward, loss, backward, update.
+  // One optimisation step on one batch: for each micro-batch forward, loss, backward
+  // (gradients accumulate), then one update.
   virtual StepResult step(const data::Batch& batch);
+  // The model's forward; a parallel mode puts its wrapper here.
+  virtual Variable forward(const Tensor& x) { return (*model_)(x); }
+  // Held during the backward of every micro-batch but the last, to defer the gradient
+  // synchronisation (DDP's no_sync); nothing by default.
+  virtual std::shared_ptr<void> defer_sync() { return nullptr; }
   // The training order; the default reshuffles every epoch from (seed, epoch).
   virtual std::unique_ptr<data::Sampler> make_sampler(int64_t dataset_size);
-  // Test loss and accuracy over the whole test set.
-  virtual EvalResult evaluate();
+  // Which test images this rank evaluates (null: all, in order), and how the ranks' sums
+  // combine (the default: this rank's are the whole).
+  virtual std::unique_ptr<data::Sampler> make_test_sampler(int64_t) { return nullptr; }
+  virtual EvalSums combine(const EvalSums& mine) { return mine; }
+  // Called at the start of each epoch with its number of batches on this rank.
+  virtual void start_epoch(int64_t /*batches*/) {}
+  // Called when tracing starts (on) and stops (off), to trace the parallel mode's own ops.
+  virtual void trace_communication(report::TraceRecorder* /*trace*/) {}
+  // Every rank's trace events, on the main rank (a collective in parallel modes).
+  virtual std::vector<report::TraceEvent> gather_trace() { return trace_events(); }
 
   nn::Module& model() { return *model_; }
   optim::Optimizer& optimizer() { return *optimizer_; }
   Tensor to_device(const Tensor& t) const;
+  const TrainOptions& options() const { return options_; }
+  const Role& role() const { return role_; }
+  int64_t current_step() const { return step_; }  // steps done before this one
+  // The recorder while the current step is traced, else null.
+  report::TraceRecorder* trace() { return tracing_ ? trace_.get() : nullptr; }
+  // Test loss and accuracy over the whole test set.
+  EvalResult evaluate();
 
  private:
   class Stopwatch;
@@ -83,10 +130,14 @@ class Trainer {
   EvalResult evaluate_and_record();
   void save_checkpoint(int64_t epoch, int64_t position) const;
   bool out_of_steps() const { return options_.max_steps > 0 && step_ >= options_.max_steps; }
+  void update_tracing();  // traces steps 1 .. trace_steps (step 0 warms up)
+  std::optional<double> write_trace(const std::vector<report::TraceEvent>& events) const;
+  void delay_if_straggler();
 
   TrainOptions options_;
   std::shared_ptr<nn::Module> model_;
   const DataSplits& data_;
+  Role role_;
   bool is_main_;
   Device device_;
   std::filesystem::path out_dir_;
@@ -101,6 +152,11 @@ class Trainer {
   int64_t samples_ = 0;  // trained in this process
   int64_t last_eval_step_ = -1;
   EvalResult last_eval_;
+  std::unique_ptr<data::Sampler> test_sampler_;
+  std::unique_ptr<report::TraceRecorder> trace_;
+  bool tracing_ = false;
+  std::optional<std::pair<double, double>> straggler_;  // (delay ms, probability) for this rank
+  Generator straggler_dice_;
 };
 
 // The human-readable lines and, last, the machine-readable `summary: ...` line.

@@ -1,0 +1,356 @@
+// The parameter server (server loop, worker, flat parameter messages) and Hogwild!'s
+// threads. The protocol, the staleness bound and what it guarantees are in async.h.
+#include "parallel/async.h"
+
+#include <algorithm>
+#include <exception>
+#include <limits>
+#include <mutex>
+#include <thread>
+
+#include "tensor/ops.h"
+#include "tensor/thread_pool.h"
+
+namespace rg::parallel {
+
+namespace {
+
+constexpr int kHeaderTag = 31000;     // worker -> server: {request, version, structure}
+constexpr int kGradientTag = 31001;   // worker -> server: a push's gradient, one message per dtype
+constexpr int kReplyTag = 31002;      // server -> worker: {version}
+constexpr int kParameterTag = 31003;  // server -> worker: the parameters, one message per dtype
+constexpr int kServer = 0;
+
+enum Request : int64_t { kPull = 0, kPush = 1, kDone = 2 };
+
+const char* request_name(int64_t request) {
+  switch (request) {
+    case kPull: return "pull";
+    case kPush: return "push";
+    case kDone: return "done";
+  }
+  return "unknown";
+}
+
+}  // namespace
+
+// A model's trainable parameters grouped by dtype (in order of first appearance), each
+// group packed into one flat buffer: what travels in one message.
+class FlatParameters {
+ public:
+  explicit FlatParameters(const nn::Module& model) {
+    uint64_t hash = 1469598103934665603ULL;  // FNV-1a over dtypes and shapes
+    auto mix = [&](int64_t v) { hash = (hash ^ static_cast<uint64_t>(v)) * 1099511628211ULL; };
+    for (const Variable& p : model.parameters()) {
+      if (!p.requires_grad()) continue;
+      auto group = std::find(dtypes_.begin(), dtypes_.end(), p.dtype());
+      if (group == dtypes_.end()) {
+        dtypes_.push_back(p.dtype());
+        lengths_.push_back(0);
+        group = dtypes_.end() - 1;
+      }
+      size_t g = static_cast<size_t>(group - dtypes_.begin());
+      slots_.push_back({p, g, lengths_[g]});
+      lengths_[g] += p.numel();
+      mix(static_cast<int64_t>(p.dtype()));
+      for (int64_t d : p.shape()) mix(d);
+      mix(-1);
+    }
+    structure_ = static_cast<int64_t>(hash);
+  }
+
+  int64_t structure() const { return structure_; }
+  std::vector<Tensor> make_buffers() const {
+    std::vector<Tensor> buffers;
+    for (size_t g = 0; g < dtypes_.size(); ++g) buffers.push_back(Tensor::zeros({lengths_[g]}, dtypes_[g]));
+    return buffers;
+  }
+
+  void pack_data(const std::vector<Tensor>& buffers) const {
+    for (const Slot& s : slots_) slice(buffers, s).copy_(s.param.data());
+  }
+  void pack_grads(const std::vector<Tensor>& buffers) const {
+    for (const Slot& s : slots_) {
+      if (s.param.grad().defined())
+        slice(buffers, s).copy_(s.param.grad());
+      else
+        slice(buffers, s).zero_();
+    }
+  }
+  void unpack_data(const std::vector<Tensor>& buffers) const {
+    for (const Slot& s : slots_) s.param.data().copy_(slice(buffers, s));
+  }
+  // grad += scale * buffer, creating zero gradients where there are none.
+  void add_to_grads(const std::vector<Tensor>& buffers, double scale) const {
+    for (const Slot& s : slots_) {
+      Variable p = s.param;
+      if (!p.grad().defined()) p.set_grad(zeros_like(p.data()));
+      p.grad().add_(slice(buffers, s), scale);
+    }
+  }
+
+ private:
+  struct Slot {
+    Variable param;
+    size_t group;
+    int64_t offset;
+  };
+  static Tensor slice(const std::vector<Tensor>& buffers, const Slot& s) {
+    return buffers[s.group].narrow(0, s.offset, s.param.numel()).view(s.param.shape());
+  }
+
+  std::vector<DType> dtypes_;
+  std::vector<int64_t> lengths_;  // by dtype group
+  std::vector<Slot> slots_;
+  int64_t structure_ = 0;
+};
+
+int64_t AsyncPSStats::max_staleness() const {
+  for (size_t t = staleness_histogram.size(); t > 0; --t)
+    if (staleness_histogram[t - 1] > 0) return static_cast<int64_t>(t - 1);
+  return 0;
+}
+
+namespace {
+
+// The server's state and its loop: take the next request in arrival order, serve it, then
+// answer every waiting worker the staleness bound now lets through.
+class ParameterServer {
+ public:
+  ParameterServer(const std::shared_ptr<nn::Module>& model, optim::Optimizer& optimizer, ProcessGroup& pg,
+                  const AsyncPSOptions& options)
+      : model_(*model),
+        optimizer_(optimizer),
+        pg_(pg),
+        max_staleness_(options.max_staleness),
+        per_update_(options.gradients_per_update > 0 ? options.gradients_per_update : pg.size() - 1),
+        flat_(*model),
+        gradient_(flat_.make_buffers()),
+        parameters_(flat_.make_buffers()),
+        clock_(pg.size(), 0),
+        finished_(pg.size(), false),
+        waiting_(pg.size(), false) {
+    RG_CHECK(pg.rank() == kServer, "run_parameter_server: the server is rank 0, not rank ", pg.rank());
+    RG_CHECK(pg.size() >= 2, "run_parameter_server: needs at least one worker (rank 1..), but the group has ",
+             pg.size(), " rank");
+    finished_[kServer] = true;
+    stats_.gradients_from.assign(pg.size(), 0);
+    header_ = Tensor::zeros({3}, DType::int64);
+    model_.zero_grad();
+  }
+
+  AsyncPSStats run() {
+    while (std::find(finished_.begin(), finished_.end(), false) != finished_.end()) {
+      int worker = next_request();
+      std::vector<int64_t> header = header_.to_vector<int64_t>();
+      check_request(worker, header);
+      if (header[0] == kDone) {
+        finished_[worker] = true;
+      } else {
+        if (header[0] == kPush) apply_gradient(worker, header[1]);
+        waiting_[worker] = true;
+      }
+      answer_waiting_workers();
+      if (waiting_[worker]) ++stats_.delayed_replies;
+    }
+    stats_.discarded = stats_.gradients % per_update_;
+    model_.zero_grad();
+    return stats_;
+  }
+
+ private:
+  int next_request() {
+    try {
+      return pg_.recv_any(header_, kHeaderTag);
+    } catch (const Error& e) {
+      throw Error(detail::concat("async parameter server (rank 0): waiting for a request from ", silent_workers(),
+                                 ": ", e.what()));
+    }
+  }
+
+  // "worker rank 2 (0 gradients pushed)": the workers the server is waiting to hear from.
+  std::string silent_workers() const {
+    std::string text;
+    int count = 0;
+    for (int r = 1; r < pg_.size(); ++r) {
+      if (finished_[r] || waiting_[r]) continue;
+      text += detail::concat(count++ ? ", " : "", r, " (", clock_[r], " gradients pushed)");
+    }
+    return (count > 1 ? "worker ranks " : "worker rank ") + text;
+  }
+
+  void check_request(int worker, const std::vector<int64_t>& header) const {
+    const char* where = "async parameter server (rank 0)";
+    RG_CHECK(header[0] == kPull || header[0] == kPush || header[0] == kDone, where, ": rank ", worker,
+             " sent an unknown request ", header[0]);
+    RG_CHECK(!finished_[worker], where, ": rank ", worker, " sent a '", request_name(header[0]),
+             "' request but is not a running worker");
+    RG_CHECK(header[2] == flat_.structure(), where, ": worker rank ", worker,
+             "'s model has different parameters (dtypes or shapes) than the server's");
+    RG_CHECK(header[1] >= 0 && header[1] <= stats_.updates, where, ": worker rank ", worker, " claims version ",
+             header[1], ", but the server is at version ", stats_.updates);
+  }
+
+  void apply_gradient(int worker, int64_t version) {
+    for (const Tensor& buffer : gradient_) pg_.recv(buffer, worker, kGradientTag);
+    record_staleness(stats_.updates - version);
+    flat_.add_to_grads(gradient_, 1.0 / static_cast<double>(per_update_));
+    ++clock_[worker];
+    ++stats_.gradients_from[worker];
+    if (++stats_.gradients % per_update_ == 0) {
+      optimizer_.step();
+      optimizer_.zero_grad();
+      ++stats_.updates;
+    }
+  }
+
+  void record_staleness(int64_t staleness) {
+    auto& histogram = stats_.staleness_histogram;
+    if (histogram.size() <= static_cast<size_t>(staleness)) histogram.resize(static_cast<size_t>(staleness) + 1, 0);
+    ++histogram[static_cast<size_t>(staleness)];
+  }
+
+  // The smallest clock among the workers still running; a worker that finished holds
+  // nobody back.
+  int64_t slowest_clock() const {
+    int64_t slowest = std::numeric_limits<int64_t>::max();
+    for (int r = 1; r < pg_.size(); ++r)
+      if (!finished_[r]) slowest = std::min(slowest, clock_[r]);
+    return slowest;
+  }
+
+  void answer_waiting_workers() {
+    int64_t slowest = slowest_clock();
+    for (int r = 1; r < pg_.size(); ++r) {
+      if (!waiting_[r]) continue;
+      if (max_staleness_ >= 0 && clock_[r] - slowest > max_staleness_) continue;
+      reply(r);
+      waiting_[r] = false;
+    }
+  }
+
+  void reply(int worker) {
+    if (packed_version_ != stats_.updates) {
+      flat_.pack_data(parameters_);
+      packed_version_ = stats_.updates;
+    }
+    pg_.send(Tensor::from_vector<int64_t>({stats_.updates}, {1}), worker, kReplyTag);
+    for (const Tensor& buffer : parameters_) pg_.send(buffer, worker, kParameterTag);
+  }
+
+  nn::Module& model_;
+  optim::Optimizer& optimizer_;
+  ProcessGroup& pg_;
+  const int64_t max_staleness_;
+  const int64_t per_update_;
+  FlatParameters flat_;
+  std::vector<Tensor> gradient_;    // the push being received
+  std::vector<Tensor> parameters_;  // packed once per version for every reply
+  std::vector<int64_t> clock_;  // by rank: gradients pushed
+  std::vector<bool> finished_;  // by rank; the server counts as finished
+  std::vector<bool> waiting_;   // by rank: owed a reply
+  Tensor header_;
+  int64_t packed_version_ = -1;  // the version parameters_ holds
+  AsyncPSStats stats_;
+};
+
+}  // namespace
+
+AsyncPSStats run_parameter_server(const std::shared_ptr<nn::Module>& model, optim::Optimizer& optimizer,
+                                  const std::shared_ptr<ProcessGroup>& pg, const AsyncPSOptions& options) {
+  return ParameterServer(model, optimizer, *pg, options).run();
+}
+
+AsyncWorker::AsyncWorker(std::shared_ptr<nn::Module> model, std::shared_ptr<ProcessGroup> pg)
+    : model_(std::move(model)),
+      pg_(std::move(pg)),
+      flat_(std::make_unique<FlatParameters>(*model_)),
+      buffers_(flat_->make_buffers()) {
+  RG_CHECK(pg_->rank() != kServer, "AsyncWorker: rank 0 is the parameter server; workers are ranks 1..",
+           pg_->size() - 1);
+  pull();
+}
+
+AsyncWorker::~AsyncWorker() = default;
+
+void AsyncWorker::push() {
+  check_active("push");
+  flat_->pack_grads(buffers_);
+  request(kPush);
+  for (const Tensor& buffer : buffers_) pg_->send(buffer, kServer, kGradientTag);
+  ++pushes_;
+  model_->zero_grad();
+  receive_parameters();
+}
+
+void AsyncWorker::pull() {
+  check_active("pull");
+  request(kPull);
+  receive_parameters();
+}
+
+void AsyncWorker::finish() {
+  check_active("finish");
+  request(kDone);
+  finished_ = true;
+}
+
+void AsyncWorker::request(int64_t kind) {
+  pg_->send(Tensor::from_vector<int64_t>({kind, version_, flat_->structure()}, {3}), kServer, kHeaderTag);
+}
+
+void AsyncWorker::receive_parameters() {
+  Tensor version = Tensor::zeros({1}, DType::int64);
+  pg_->recv(version, kServer, kReplyTag);
+  for (const Tensor& buffer : buffers_) pg_->recv(buffer, kServer, kParameterTag);
+  flat_->unpack_data(buffers_);
+  version_ = static_cast<int64_t>(version.item());
+}
+
+void AsyncWorker::check_active(const char* what) const {
+  RG_CHECK(!finished_, "AsyncWorker (rank ", pg_->rank(), "): ", what, " after finish()");
+}
+
+std::shared_ptr<nn::Module> shared_replica(const nn::Module& model) {
+  std::shared_ptr<nn::Module> replica = model.clone();
+  std::vector<Variable> shared = model.parameters();
+  std::vector<Variable> own = replica->parameters();
+  // The same Tensor (storage and view), so an optimizer step on the replica updates model.
+  for (size_t i = 0; i < own.size(); ++i) own[i].impl()->data = shared[i].data();
+  return replica;
+}
+
+void run_hogwild(const std::shared_ptr<nn::Module>& model, int threads,
+                 const std::function<void(nn::Module& replica, int thread)>& fn) {
+  RG_CHECK(threads >= 1, "run_hogwild: needs at least one thread, not ", threads);
+  std::vector<std::shared_ptr<nn::Module>> replicas;
+  for (int t = 0; t < threads; ++t) replicas.push_back(shared_replica(*model));
+  const int pool_per_thread = std::max(1, default_num_threads() / threads);
+  std::mutex mutex;
+  std::exception_ptr first_error;
+  int failed_thread = -1;
+  std::vector<std::thread> workers;
+  for (int t = 0; t < threads; ++t) {
+    workers.emplace_back([&, t] {
+      ThreadPoolScope pool(pool_per_thread);
+      try {
+        fn(*replicas[t], t);
+      } catch (...) {
+        std::lock_guard lock(mutex);
+        if (!first_error) {
+          first_error = std::current_exception();
+          failed_thread = t;
+        }
+      }
+    });
+  }
+  for (auto& w : workers) w.join();
+  if (!first_error) return;
+  try {
+    std::rethrow_exception(first_error);
+  } catch (const std::exception& e) {
+    throw Error(detail::concat("run_hogwild: thread ", failed_thread, " failed: ", e.what()));
+  }
+}
+
+}  // namespace rg::parallel

@@ -1,0 +1,233 @@
+// DDPTrainer and the launcher of the data-parallel modes (see parallel_run.h).
+#include "tools/train/parallel_run.h"
+
+#include <iomanip>
+#include <iostream>
+#include <numeric>
+#include <sstream>
+
+#include "data/sampler.h"
+
+namespace rg::train {
+
+using parallel::DistributedDataParallel;
+using parallel::GradientFault;
+using parallel::ProcessGroup;
+
+namespace {
+
+// Rank r of n evaluates the r-th contiguous share of the test set; the shares cover it
+// exactly once (DistributedSampler would pad it with repeats).
+class ShardSampler : public data::Sampler {
+ public:
+  ShardSampler(int64_t n, int rank, int world_size)
+      : begin_(n * rank / world_size), end_(n * (rank + 1) / world_size) {}
+  int64_t size() const override { return end_ - begin_; }
+  std::vector<int64_t> indices() override {
+    std::vector<int64_t> out(size());
+    std::iota(out.begin(), out.end(), begin_);
+    return out;
+  }
+
+ private:
+  int64_t begin_, end_;
+};
+
+// "RANK:STEP[:corrupt|drop]" (checked by the command line) -> (STEP, kind) for `rank`.
+std::optional<std::pair<int64_t, GradientFault>> fault_for(const std::string& spec, int rank) {
+  if (spec.empty()) return std::nullopt;
+  std::stringstream in(spec);
+  std::string rank_text, step_text, kind = "corrupt";
+  std::getline(in, rank_text, ':');
+  std::getline(in, step_text, ':');
+  std::getline(in, kind, ':');
+  if (std::stoi(rank_text) != rank) return std::nullopt;
+  return std::pair{std::stoll(step_text), kind == "drop" ? GradientFault::drop : GradientFault::corrupt};
+}
+
+parallel::DDPOptions ddp_options(const TrainOptions& o) {
+  return {.bucket_cap_mb = o.bucket_cap_mb,
+          .algorithm = parallel::parse_algorithm(o.allreduce),
+          .check_every = o.check_every * o.accumulation};  // DDP counts forwards: one per micro-batch
+}
+
+// Trace events travel as text lines, "tid start duration category name" (tabs between;
+// the args stay with the rank that recorded them).
+std::string encode(const std::vector<report::TraceEvent>& events) {
+  std::ostringstream out;
+  for (const auto& e : events)
+    out << e.tid << '\t' << e.start_us << '\t' << e.duration_us << '\t' << e.category << '\t' << e.name << '\n';
+  return out.str();
+}
+
+std::vector<report::TraceEvent> decode(const std::string& text, int rank) {
+  std::vector<report::TraceEvent> events;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    std::istringstream fields(line);
+    report::TraceEvent e;
+    e.rank = rank;
+    std::string tid, start, duration;
+    std::getline(fields, tid, '\t');
+    std::getline(fields, start, '\t');
+    std::getline(fields, duration, '\t');
+    std::getline(fields, e.category, '\t');
+    std::getline(fields, e.name);
+    e.tid = std::stoi(tid);
+    e.start_us = std::stoll(start);
+    e.duration_us = std::stoll(duration);
+    events.push_back(std::move(e));
+  }
+  return events;
+}
+
+// Every rank's `text`, in rank order: an all-gather of lengths, then of padded bytes.
+std::vector<std::string> all_gather_text(ProcessGroup& pg, const std::string& text) {
+  Tensor lengths = Tensor::zeros({pg.size()}, DType::int64);
+  pg.all_gather(lengths, Tensor::from_vector(std::vector<int64_t>{static_cast<int64_t>(text.size())}, {1}));
+  const std::vector<int64_t> sizes = lengths.to_vector<int64_t>();
+  const int64_t longest = std::max<int64_t>(1, *std::max_element(sizes.begin(), sizes.end()));
+  std::vector<uint8_t> mine(longest, 0);
+  std::copy(text.begin(), text.end(), mine.begin());
+  Tensor all = Tensor::zeros({pg.size() * longest}, DType::uint8);
+  pg.all_gather(all, Tensor::from_vector(mine, {longest}));
+  const std::vector<uint8_t> bytes = all.to_vector<uint8_t>();
+  std::vector<std::string> out;
+  for (int r = 0; r < pg.size(); ++r) out.emplace_back(bytes.begin() + r * longest, bytes.begin() + r * longest + sizes[r]);
+  return out;
+}
+
+}  // namespace
+
+DDPTrainer::DDPTrainer(TrainOptions options, std::shared_ptr<nn::Module> model, const DataSplits& data,
+                       std::shared_ptr<ProcessGroup> pg)
+    : Trainer(options, model, data, {pg->rank(), pg->size()}),
+      pg_(std::move(pg)),
+      ddp_(std::make_unique<DistributedDataParallel>(model, pg_, ddp_options(options))),
+      fault_(fault_for(options.corrupt_grad, pg_->rank())) {}
+
+std::shared_ptr<void> DDPTrainer::defer_sync() {
+  return std::make_shared<DistributedDataParallel::NoSync>(*ddp_);
+}
+
+// The metrics of a step are the global batch's: the ranks' sums, all-reduced.
+StepResult DDPTrainer::step(const data::Batch& batch) {
+  if (fault_ && fault_->first == current_step() + 1) ddp_->inject_fault(fault_->second);
+  const StepResult mine = Trainer::step(batch);
+  Tensor sums = Tensor::from_vector(std::vector<double>{mine.loss * static_cast<double>(mine.samples),
+                                                        static_cast<double>(mine.correct),
+                                                        static_cast<double>(mine.samples)}, {3});
+  // Bookkeeping, not training: kept out of the trace, whose overlap figure is about gradients.
+  pg_->set_trace(nullptr);
+  pg_->all_reduce(sums);
+  pg_->set_trace(trace());
+  const std::vector<double> all = sums.to_vector<double>();
+  return {all[0] / all[2], static_cast<int64_t>(all[1]), static_cast<int64_t>(all[2])};
+}
+
+std::unique_ptr<data::Sampler> DDPTrainer::make_sampler(int64_t dataset_size) {
+  return std::make_unique<data::DistributedSampler>(
+      dataset_size, data::DistributedSamplerOptions{.num_replicas = role().world_size, .rank = role().rank,
+                                                    .shuffle = true, .seed = options().seed});
+}
+
+std::unique_ptr<data::Sampler> DDPTrainer::make_test_sampler(int64_t dataset_size) {
+  return std::make_unique<ShardSampler>(dataset_size, role().rank, role().world_size);
+}
+
+EvalSums DDPTrainer::combine(const EvalSums& mine) {
+  Tensor sums = Tensor::from_vector(std::vector<double>{mine.loss_sum, static_cast<double>(mine.correct),
+                                                        static_cast<double>(mine.samples)}, {3});
+  pg_->all_reduce(sums);
+  const std::vector<double> all = sums.to_vector<double>();
+  return {all[0], static_cast<int64_t>(all[1]), static_cast<int64_t>(all[2])};
+}
+
+void DDPTrainer::trace_communication(report::TraceRecorder* trace) {
+  pg_->set_trace(trace);
+  ddp_->set_trace(trace);
+}
+
+std::vector<report::TraceEvent> DDPTrainer::gather_trace() {
+  const std::vector<std::string> texts = all_gather_text(*pg_, encode(trace_events()));
+  std::vector<std::vector<report::TraceEvent>> per_rank{trace_events()};  // rank 0 keeps its args
+  for (int r = 1; r < pg_->size(); ++r) per_rank.push_back(decode(texts[r], r));
+  return role().rank == 0 ? report::merge(std::move(per_rank)) : std::vector<report::TraceEvent>{};
+}
+
+namespace {
+
+std::vector<Device> data_parallel_devices(const TrainOptions& options) {
+  const bool cuda = Device::parse(options.device).is_cuda();
+  std::vector<Device> devices;
+  for (int i = 0; i < options.workers; ++i) devices.push_back(cuda ? Device::cuda(i) : Device::cpu(i));
+  return devices;
+}
+
+}  // namespace
+
+DPTrainer::DPTrainer(TrainOptions options, std::shared_ptr<nn::Module> model, const DataSplits& data)
+    : Trainer(options, model, data),
+      dp_(std::make_unique<parallel::DataParallel>(model, data_parallel_devices(options))) {}
+
+std::string DPTrainer::traffic_report() const {
+  const parallel::DataParallelStats s = dp_->stats();
+  const double steps = static_cast<double>(std::max<int64_t>(1, s.forwards));
+  const auto kib = [&](uint64_t bytes) { return static_cast<double>(bytes) / 1024.0 / steps; };
+  const auto ms = [&](double seconds) { return 1000.0 * seconds / steps; };
+  std::ostringstream out;
+  out << std::fixed << std::setprecision(1) << "device 0 per step: " << kib(s.devices[0].bytes_in) << " KiB in, "
+      << kib(s.devices[0].bytes_out) << " KiB out (device 1: " << kib(s.devices[1].bytes_in) << " KiB in); "
+      << std::setprecision(2) << "ms per step: scatter " << ms(s.scatter.seconds) << ", replicate "
+      << ms(s.replicate.seconds) << ", apply " << ms(s.apply.seconds) << ", gather " << ms(s.gather.seconds)
+      << ", backward " << ms(s.backward_seconds);
+  return out.str();
+}
+
+namespace {
+
+ParallelOutcome run_on_local_world(const TrainOptions& options, const DataSplits& data,
+                                   const std::shared_ptr<nn::Module>& model) {
+  ParallelOutcome outcome;
+  const auto trace_epoch = report::TraceRecorder::Clock::now();  // one clock for all rank-threads
+  parallel::run_local_world(
+      options.workers,
+      [&](std::shared_ptr<ProcessGroup> pg) {
+        DDPTrainer trainer(options, model->clone(), data, pg);
+        trainer.set_trace_epoch(trace_epoch);
+        RunSummary summary = trainer.run();
+        if (pg->rank() == 0) outcome.summary = summary;
+      },
+      {.backend = "local", .algorithm = parallel::parse_algorithm(options.allreduce)});
+  return outcome;
+}
+
+// A rank that fails must end the whole job (MPI_Abort), or the others wait for it until
+// their timeout.
+ParallelOutcome run_under_mpi(const TrainOptions& options, const DataSplits& data,
+                              const std::shared_ptr<nn::Module>& model, int argc, char** argv) {
+  auto pg = parallel::init_process_group(
+      {.backend = "mpi", .algorithm = parallel::parse_algorithm(options.allreduce)}, argc, argv);
+  try {
+    DDPTrainer trainer(options, model, data, pg);
+    pg->barrier();  // the ranks' trace clocks start together (to a few microseconds)
+    trainer.set_trace_epoch(report::TraceRecorder::Clock::now());
+    return {trainer.run(), pg->rank() == 0};
+  } catch (const ResumeError& e) {
+    std::cerr << "error: rank " << pg->rank() << ": --resume: " << e.what() << std::endl;
+    pg->abort(2);
+  } catch (const std::exception& e) {
+    std::cerr << "error: rank " << pg->rank() << ": " << e.what() << std::endl;
+    pg->abort(1);
+  }
+}
+
+}  // namespace
+
+ParallelOutcome run_data_parallel(const TrainOptions& options, const DataSplits& data,
+                                  const std::shared_ptr<nn::Module>& model, int argc, char** argv) {
+  if (options.backend == "mpi") return run_under_mpi(options, data, model, argc, argv);
+  return run_on_local_world(options, data, model);
+}
+
+}  // namespace rg::train
