@@ -183,16 +183,22 @@ InMemoryDataset load_folder(const ImageFolderOptions& options) {
 
 }  // namespace
 
-Tensor decode_image(std::span<const uint8_t> bytes, const ImageSize& size, const std::string& file) {
+void check_image_bytes(std::span<const uint8_t> bytes, const std::string& file) {
   RG_CHECK(bytes.size() <= static_cast<size_t>(INT32_MAX), file, ": image file too large: ", bytes.size(), " bytes");
   check_jpeg_huffman_tables(bytes, file);
   check_png_chunk_lengths(bytes, file);
+}
+
+Tensor decode_image(std::span<const uint8_t> bytes, const ImageSize& size, const std::string& file) {
+  check_image_bytes(bytes, file);
   int w = 0, h = 0, file_channels = 0;
   const auto c = static_cast<int>(size.channels);
   std::unique_ptr<uint8_t, void (*)(void*)> pixels(
       stbi_load_from_memory(bytes.data(), static_cast<int>(bytes.size()), &w, &h, &file_channels, c),
       stbi_image_free);
   if (!pixels) RG_THROW(file, ": cannot decode image: ", stbi_failure_reason());
+  // stb_image accepts a BMP declaring width 0 (found by fuzz_image); resizing it divides by 0.
+  RG_CHECK(w > 0 && h > 0, file, ": cannot decode image: it declares ", w, " x ", h, " pixels");
   return resize_crop(pixels.get(), h, w, c, size);
 }
 

@@ -22,6 +22,10 @@ struct ImageSize {
 // Decodes one PNG/JPEG/BMP file held in memory into uint8 (C, H, W) of `size`. Throws
 // naming `file` when the bytes cannot be decoded or exceed kMaxImageDimension.
 Tensor decode_image(std::span<const uint8_t> bytes, const ImageSize& size, const std::string& file);
+// The checks decode_image makes before stb_image sees the bytes (it has bugs on some
+// malformed JPEG and PNG input): throws rg::Error naming `file` and the problem. Call it
+// before any other stb_image function on untrusted bytes.
+void check_image_bytes(std::span<const uint8_t> bytes, const std::string& file);
 
 struct ImageFolderOptions {
   std::string root = {};  // the folder whose subfolders are the classes

@@ -51,11 +51,16 @@ int image(const uint8_t* data, size_t size) {
   // Large images are legitimate but slow to decode under the fuzzer's instrumentation (a
   // 646-byte JPEG declaring 2048 x 2048 took over 10 s) and reach no decoder path that
   // small ones do not: skip them, so a timeout means a hang, not a big picture.
+  const std::span<const uint8_t> bytes(data, size);
+  try {
+    data::check_image_bytes(bytes, "fuzz.img");  // stbi_info shares the bugs it guards against
+  } catch (const rg::Error&) {
+    return 0;
+  }
   int width = 0, height = 0, channels = 0;
   if (stbi_info_from_memory(data, static_cast<int>(size), &width, &height, &channels) &&
       int64_t{width} * height > kMaxImagePixels)
     return 0;
-  const std::span<const uint8_t> bytes(data, size);
   // One upscaling-or-downscaling RGB decode and one grey decode to an odd size.
   expect_only_rg_errors([&] { data::decode_image(bytes, {.channels = 3, .height = 32, .width = 32}, "fuzz.img"); });
   expect_only_rg_errors([&] { data::decode_image(bytes, {.channels = 1, .height = 7, .width = 5}, "fuzz.img"); });
