@@ -93,9 +93,10 @@ Variable sigmoid(const Variable& x) {
 Variable relu(const Variable& x) {
   Tensor y = rg::relu(x.data());
   return make_result("relu", y, {x}, [y](const Tensor& g, const NeedsGrad&) {
-    Tensor grad = empty_like(g);
-    binary_into(BinaryOp::mul, g, gt(y, Tensor::zeros({}, y.dtype(), y.device())), grad);
-    return Gradients{grad};
+    // g where y > 0, else 0: a uint8 mask and a select, two passes, where g * mask would
+    // take three (the mask cast to g's dtype first) and turn an infinite g into NaN.
+    Tensor zero = Tensor::zeros({}, g.dtype(), g.device());
+    return Gradients{where(gt(y, zero), g, zero)};
   });
 }
 

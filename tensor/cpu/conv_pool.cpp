@@ -71,6 +71,8 @@ void unfold_plane(T* x, T* cols, const PlaneDims& d, const Conv2dGeometry& g) {
             std::copy(x + base + columns.begin, x + base + columns.end, row + columns.begin);
           else
             for (int64_t ow = columns.begin; ow < columns.end; ++ow) row[ow] = x[base + ow * g.stride_w];
+        } else if (g.stride_w == 1) {  // a separate loop so the compiler vectorises it
+          for (int64_t ow = columns.begin; ow < columns.end; ++ow) x[base + ow] += row[ow];
         } else {
           for (int64_t ow = columns.begin; ow < columns.end; ++ow) x[base + ow * g.stride_w] += row[ow];
         }
@@ -129,6 +131,45 @@ void max_pool_plane(const T* x, T* out, int64_t* indices, const PlaneDims& d, co
     }
 }
 
+// The common 2x2, stride 2, unpadded case of max_pool_plane: every window lies inside the
+// plane, so the four taps are read directly, in the general path's order (first maximum
+// wins, a NaN replaces anything) so values and indices match it exactly. Written so that
+// GCC vectorises it: selects and a non-short-circuit `|` rather than branches (the winning
+// tap of an activation is random, so branches also mispredict), and the winner's offset
+// kept in int32, as wide as a float lane (an int64 offset stops the vectoriser).
+template <class T>
+void max_pool_row_2x2(const T* upper, const T* lower, T* out, int64_t* indices, int64_t out_width, int32_t w,
+                      int64_t upper_index) {
+  for (int64_t ow = 0; ow < out_width; ++ow) {
+    T best = upper[2 * ow];
+    int32_t offset = 0;  // of the winner from upper[2 * ow]
+    auto consider = [&](T value, int32_t value_offset) {
+      bool wins = (value > best) | (value != value);  // value != value: NaN
+      best = wins ? value : best;
+      offset = wins ? value_offset : offset;
+    };
+    consider(upper[2 * ow + 1], 1);
+    consider(lower[2 * ow], w);
+    consider(lower[2 * ow + 1], w + 1);
+    out[ow] = best;
+    indices[ow] = upper_index + 2 * ow + offset;
+  }
+}
+
+template <class T>
+void max_pool_plane_2x2(const T* x, T* out, int64_t* indices, const PlaneDims& d) {
+  for (int64_t oh = 0; oh < d.oh; ++oh) {
+    const T* upper = x + 2 * oh * d.w;
+    max_pool_row_2x2(upper, upper + d.w, out + oh * d.ow, indices + oh * d.ow, d.ow, static_cast<int32_t>(d.w),
+                     2 * oh * d.w);
+  }
+}
+
+bool use_2x2_fast_path(const PlaneDims& d, const Conv2dGeometry& g) {
+  return g.kernel_h == 2 && g.kernel_w == 2 && g.stride_h == 2 && g.stride_w == 2 && g.pad_h == 0 && g.pad_w == 0 &&
+         d.w < std::numeric_limits<int32_t>::max();
+}
+
 // Average pooling with count_include_pad: padding counts as zeros, so every window divides
 // by kh*kw. forward: x (H, W) -> y (OH, OW); backward: grad y -> grad x (zeroed first).
 template <bool kForward, class T>
@@ -180,8 +221,15 @@ void max_pool2d(const Tensor& x_in, const Tensor& out, const Tensor& indices, co
     const T* x_data = x.data<T>();
     T* out_data = out.data<T>();
     int64_t* index_data = indices.data<int64_t>();
+    bool fast = use_2x2_fast_path(d, g);
     for_each_plane(x.size(0) * x.size(1), d.oh * d.ow * g.kernel_h * g.kernel_w, [&](int64_t p) {
-      max_pool_plane(x_data + p * d.h * d.w, out_data + p * d.oh * d.ow, index_data + p * d.oh * d.ow, d, g);
+      const T* plane = x_data + p * d.h * d.w;
+      T* plane_out = out_data + p * d.oh * d.ow;
+      int64_t* plane_indices = index_data + p * d.oh * d.ow;
+      if (fast)
+        max_pool_plane_2x2(plane, plane_out, plane_indices, d);
+      else
+        max_pool_plane(plane, plane_out, plane_indices, d, g);
     });
   });
 }

@@ -143,7 +143,17 @@ void where(const Tensor& cond, const Tensor& a, const Tensor& b, const Tensor& d
                       const uint8_t* c = reinterpret_cast<const uint8_t*>(p[1]);
                       const T* x = reinterpret_cast<const T*>(p[2]);
                       const T* y = reinterpret_cast<const T*>(p[3]);
-                      for (int64_t i = 0; i < n; ++i) out[i * s[0]] = c[i * s[1]] ? x[i * s[2]] : y[i * s[3]];
+                      if (s[0] == 1 && s[1] == 1 && s[2] == 1 && s[3] == 0) {  // e.g. relu's backward
+                        // x[i] is read whatever c[i] says, so the select compiles to a
+                        // vector blend rather than a branch that random masks mispredict.
+                        const T yv = *y;
+                        for (int64_t i = 0; i < n; ++i) {
+                          const T xv = x[i];
+                          out[i] = c[i] ? xv : yv;
+                        }
+                      } else {
+                        for (int64_t i = 0; i < n; ++i) out[i * s[0]] = c[i * s[1]] ? x[i * s[2]] : y[i * s[3]];
+                      }
                     });
   });
 }

@@ -1,6 +1,7 @@
 // Reductions (sum, mean, max, min, argmax, argmin over any dims) and softmax on the CPU.
 // Floating sums accumulate in double: slower by a hair, but results stay accurate and
 // independent of how the work is split over threads.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <type_traits>
@@ -67,8 +68,57 @@ Accumulator<T> contiguous_sum(const T* x, int64_t n) {
   return total;
 }
 
+// True when every reduced dim comes before every kept one (size-1 dims aside), e.g. the
+// sum over the batch of per-sample weight gradients: a contiguous src is then a
+// (rows, columns) matrix reduced down its columns. (A full reduction, one column, is left
+// to contiguous_sum's eight lanes.)
+bool reduces_leading_dims(const Shape& src_shape, const Shape& dst_shape) {
+  bool kept_seen = false;
+  for (size_t d = 0; d < src_shape.size(); ++d) {
+    if (src_shape[d] == 1) continue;
+    bool reduced = dst_shape[d] == 1;
+    if (reduced && kept_seen) return false;
+    kept_seen = kept_seen || !reduced;
+  }
+  return true;
+}
+
+// Column sums of a contiguous (rows, columns) matrix: rows are added into a block of
+// accumulators in order, so memory is walked once and the adds vectorise, where a strided
+// walk per output is neither. Each output still sums in row order, in double: the same
+// result as the general path, bit for bit.
+template <class T>
+void sum_columns(const T* x, T* out, int64_t rows, int64_t columns, bool mean) {
+  constexpr int64_t kBlock = 512;  // columns per accumulator block: 4 KB of doubles, in L1
+  int64_t blocks = (columns + kBlock - 1) / kBlock;
+  int64_t grain = std::max<int64_t>(1, 32768 / std::max<int64_t>(1, rows * kBlock));
+  parallel_for(0, blocks, grain, [&](int64_t begin, int64_t end) {
+    Accumulator<T> acc[kBlock];
+    for (int64_t b = begin; b < end; ++b) {
+      int64_t first = b * kBlock, n = std::min(kBlock, columns - first);
+      std::fill_n(acc, n, Accumulator<T>{0});
+      for (int64_t r = 0; r < rows; ++r) {
+        const T* row = x + r * columns + first;
+        for (int64_t j = 0; j < n; ++j) acc[j] += row[j];
+      }
+      for (int64_t j = 0; j < n; ++j) {
+        double value = static_cast<double>(acc[j]);
+        out[first + j] = static_cast<T>(mean ? value / static_cast<double>(rows) : value);
+      }
+    }
+  });
+}
+
 template <class T>
 void reduce_typed(ReduceOp op, const Tensor& src, const Tensor& dst) {
+  if ((op == ReduceOp::sum || op == ReduceOp::mean) && src.is_contiguous() && dst.is_contiguous() &&
+      reduces_leading_dims(src.shape(), dst.shape())) {
+    int64_t columns = dst.numel();
+    if (columns > 1) {
+      sum_columns(src.data<T>(), dst.data<T>(), src.numel() / columns, columns, op == ReduceOp::mean);
+      return;
+    }
+  }
   const Shape& shape = src.shape();
   ReducedSpace reduced;
   std::vector<int64_t> kept_sizes, kept_src_strides, kept_dst_strides;

@@ -274,8 +274,11 @@ TEST_CASE("parallel.ddp.injected_gradient_faults", "[parallel][ddp]") {
   CHECK(relative_error(*dropped[0], *reference) > 1e-6);  // ... of the wrong model
 }
 
-// The trace of one step: the first bucket's all-reduce (a "comm" event on the
-// communication thread) starts before backward ends, and the wait comes last.
+// The trace of one step: the first bucket is launched inside backward before the wait
+// for the all-reduces begins, its all-reduce runs on the communication thread (a "comm"
+// event), and the wait ends backward. (When the all-reduce itself starts depends on how
+// busy the machine is: parallel.ddp.first_bucket_launches_before_backward_ends and the
+// overlap figure of ringgrad-train cover that.)
 TEST_CASE("parallel.ddp.trace_shows_communication_inside_backward", "[parallel][ddp]") {
   std::vector<std::shared_ptr<Mlp>> replicas = {make_mlp(DType::float32, 256), make_mlp(DType::float32, 256)};
   auto batch = make_batches(1, 2 * kLocalBatch, DType::float32)[0];
@@ -296,8 +299,10 @@ TEST_CASE("parallel.ddp.trace_shows_communication_inside_backward", "[parallel][
   const auto first = [&](const char* category) {
     return *std::find_if(events.begin(), events.end(), [&](auto& e) { return e.category == category; });
   };
-  const report::TraceEvent backward = first("backward"), comm = first("comm"), wait = first("wait");
-  CHECK(comm.start_us < backward.start_us + backward.duration_us);
+  const report::TraceEvent backward = first("backward"), launch = first("launch"), comm = first("comm"),
+                          wait = first("wait");
+  CHECK(launch.start_us >= backward.start_us);
+  CHECK(launch.start_us <= wait.start_us);
   CHECK(comm.tid != backward.tid);  // the communication thread
   CHECK(wait.start_us + wait.duration_us <= backward.start_us + backward.duration_us);
   CHECK(std::count_if(events.begin(), events.end(), [](auto& e) { return e.category == "launch"; }) == 2);

@@ -228,6 +228,13 @@ TEST_CASE("tensor.where_and_clamp", "[tensor]") {
   ref::require_close(where(c2, x, y), {2, 3},
                      {at(x, {0, 0}), at(y, {0, 1}), at(x, {0, 2}), at(y, {1, 0}), at(x, {1, 1}), at(y, {1, 2})}, 0, 0);
 
+  // contiguous cond and a, scalar b: relu's backward, through the vectorised select
+  Tensor mask = gt(random_tensor({40000}, 34), Tensor::scalar(0.0));
+  Tensor g = random_tensor({40000}, 35);
+  Values mask_values = values(mask), selected = values(g);
+  for (size_t i = 0; i < selected.size(); ++i) selected[i] = mask_values[i] ? selected[i] : 0.0;
+  ref::require_close(where(mask, g, Tensor::scalar(0.0)), {40000}, selected, 0, 0);
+
   Tensor v = random_tensor({6, 5}, 33, DType::float32, -3, 3).slice(0, 0, 6, 2);
   ref::require_close(clamp(v, -1, 0.5), {3, 5}, unary_ref(v, [](double e) { return std::clamp(e, -1.0, 0.5); }), 0, 0);
   Tensor n = Tensor::from_vector(std::vector<int64_t>{-9, -2, 0, 4, 12}, {5});

@@ -257,6 +257,32 @@ TEST_CASE("tensor.max_pool2d_ties_nan_and_padding", "[tensor]") {
   }
 }
 
+// The 2x2, stride-2, unpadded fast path against the reference on inputs full of ties,
+// NaNs (two in a window: the later wins) and -inf, on odd sizes whose last row and column
+// no window covers.
+TEST_CASE("tensor.max_pool2d_2x2_fast_path_ties_nan_odd_sizes", "[tensor]") {
+  const double nan = std::numeric_limits<double>::quiet_NaN(), inf = std::numeric_limits<double>::infinity();
+  const Values pool = {-inf, -1, 0, 0, 1, 2, 2, nan};
+  const Conv2dGeometry g{2, 2, 2, 2, 0, 0};
+  for (DType dtype : {DType::float32, DType::float64})
+    for (const Shape& shape : std::vector<Shape>{{2, 3, 5, 7}, {1, 2, 2, 2}, {3, 1, 9, 4}, {1, 1, 3, 3}}) {
+      INFO(dtype_name(dtype) << " x " << shape_str(shape));
+      std::mt19937_64 rng(11);
+      Values v(ref::count(shape));
+      for (double& e : v) e = pool[rng() % pool.size()];
+      Tensor x = ref::from_doubles(v, shape, dtype);
+      Shape out_shape = pooled_shape(shape, g);
+      Tensor expected = Tensor::empty(out_shape, dtype), expected_indices = Tensor::empty(out_shape, DType::int64);
+      cpu::max_pool2d_reference(x, expected, expected_indices, g);
+      with_1_and_2_threads([&] {
+        Tensor out = Tensor::empty(out_shape, dtype), indices = Tensor::empty(out_shape, DType::int64);
+        cpu::max_pool2d(x, out, indices, g);
+        ref::require_close(out, out_shape, values(expected), 0, 0);  // NaN must meet NaN
+        REQUIRE(values(indices) == values(expected_indices));
+      });
+    }
+}
+
 namespace {
 
 // Average pooling by hand: padding counts as zeros, every window divides by kh*kw.

@@ -225,6 +225,25 @@ TEST_CASE("tensor.large_reductions_on_1_and_2_threads", "[tensor]") {
   }
 }
 
+// Reducing leading dims of a contiguous tensor takes the column-sum path: size-1 dims in
+// between, several accumulator blocks (700 columns), integers, and a split over threads.
+TEST_CASE("tensor.sum_and_mean_over_leading_dims", "[tensor]") {
+  ref::NumThreadsGuard guard;
+  for (DType dtype : {DType::float32, DType::float64, DType::int64}) {
+    const Tensor x = random_tensor({3, 1, 5, 2, 700}, 9, dtype, -10, 10);
+    for (int threads : {1, 2}) {
+      set_num_threads(threads);
+      INFO(dtype_name(dtype) << ", " << threads << " threads");
+      for (const Dims& dims : {Dims{0}, Dims{0, 1, 2}, Dims{0, 2}}) {
+        const auto [shape, expected] = reduce_ref(x, Kind::sum, dims, false);
+        ref::require_close(sum(x, dims), shape, expected, 1e-6, 1e-5);
+        if (dtype != DType::int64) ref::require_close(mean(x, dims, true), reduce_ref(x, Kind::mean, dims, true).first,
+                                                      reduce_ref(x, Kind::mean, dims, true).second, 1e-6, 1e-6);
+      }
+    }
+  }
+}
+
 TEST_CASE("tensor.nan_propagates_through_reductions", "[tensor]") {
   const Tensor x = Tensor::from_vector(std::vector<float>{1, NAN, 2, 3, 4, 5}, {2, 3});
   for (const Tensor& r : {sum(x, {1}), mean(x, {1}), max(x, {1}), min(x, {1})}) {

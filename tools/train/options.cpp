@@ -59,7 +59,7 @@ void check_member(const std::string& flag, const std::string& value, const std::
 struct RawFlags {
   std::string data, model, image_size, epochs, batch_size, lr, momentum, optimizer, warmup_epochs, device, threads,
       seed, out, resume, eval_every, max_steps, parallel, workers, backend, allreduce, global_batch_size,
-      accumulation, lr_scaling, bucket_cap_mb, check_every, straggler, corrupt_grad, trace_steps;
+      accumulation, lr_scaling, bucket_cap_mb, check_every, straggler, corrupt_grad, trace_steps, max_staleness;
 };
 
 RawFlags raw_defaults(const TrainOptions& d) {
@@ -95,7 +95,8 @@ RawFlags raw_defaults(const TrainOptions& d) {
           .check_every = "never",
           .straggler = d.straggler,
           .corrupt_grad = d.corrupt_grad,
-          .trace_steps = text(d.trace_steps)};
+          .trace_steps = text(d.trace_steps),
+          .max_staleness = "none"};
 }
 
 // Under mpirun every process sees its world size here, before MPI is initialised.
@@ -124,7 +125,8 @@ void add_flags(CLI::App& app, RawFlags& f) {
   add("--resume", f.resume, "continue exactly where this checkpoint left off", "CKPT");
   add("--eval-every", f.eval_every, "evaluate on the test set every N steps (default: end of each epoch)", "N");
   add("--max-steps", f.max_steps, "stop after N steps in all (final evaluation and summary still run)", "N");
-  add("--parallel", f.parallel, "none|dp (DataParallel, one process)|ddp (DistributedDataParallel)", "MODE");
+  add("--parallel", f.parallel,
+      "none|dp (DataParallel)|ddp (DistributedDataParallel)|async-ps (parameter server)|hogwild (threads)", "MODE");
   add("--workers", f.workers, "ranks or dp devices (auto: the mpirun world size, else 2)", "N");
   add("--backend", f.backend, "local (threads of one process) | mpi (auto: mpi under mpirun)", "NAME");
   add("--allreduce", f.allreduce, "library|ring|naive_ring|star", "ALGO");
@@ -135,6 +137,8 @@ void add_flags(CLI::App& app, RawFlags& f) {
   add("--check-every", f.check_every, "DDP: check the replicas are identical every N steps", "N");
   add("--straggler", f.straggler, "slow a rank down: RANK:MS[:PROB] sleeps MS ms before a step (with PROB)", "SPEC");
   add("--corrupt-grad", f.corrupt_grad, "DDP fault in step STEP (from 1) of rank RANK: RANK:STEP[:corrupt|drop]", "SPEC");
+  add("--max-staleness", f.max_staleness, "async-ps: a worker may be at most S gradients ahead (SSP; 0: synchronous)",
+      "S");
   add("--trace-steps", f.trace_steps, "steps traced after the first into OUT/trace.json, OUT/timeline.svg", "N");
 }
 
@@ -157,10 +161,15 @@ void convert_world(const RawFlags& f, TrainOptions& o) {
     o.backend = "local";
     o.workers = f.workers == "auto" ? 2 : static_cast<int>(parse_int("--workers", f.workers, 1));
   } else if (o.backend == "mpi") {
-    o.workers = f.workers == "auto" ? *mpi_size : static_cast<int>(parse_int("--workers", f.workers, 1));
-    if (o.workers != *mpi_size) {
+    // async-ps: rank 0 is the server, every other process a worker.
+    const int server = o.parallel == "async-ps" ? 1 : 0;
+    if (o.parallel == "hogwild") throw FlagError{"--backend", "hogwild runs threads of one process; use local"};
+    if (*mpi_size <= server) throw FlagError{"--parallel", "async-ps needs at least 2 processes (a server and a worker)"};
+    o.workers = f.workers == "auto" ? *mpi_size - server : static_cast<int>(parse_int("--workers", f.workers, 1));
+    if (o.workers + server != *mpi_size) {
       throw FlagError{"--workers", "is " + f.workers + " but mpirun started " + std::to_string(*mpi_size) +
-                                       " processes; with --backend mpi each process is one worker"};
+                                       " processes; with --backend mpi each process is one worker" +
+                                       (server ? " (and rank 0 the server)" : "")};
     }
   } else {
     o.workers = f.workers == "auto" ? 2 : static_cast<int>(parse_int("--workers", f.workers, 1));
@@ -224,7 +233,7 @@ void convert_injection(const RawFlags& f, TrainOptions& o) {
 
 void convert_parallel(const RawFlags& f, TrainOptions& o) {
   o.parallel = f.parallel;
-  check_member("--parallel", o.parallel, {"none", "dp", "ddp"});
+  check_member("--parallel", o.parallel, {"none", "dp", "ddp", "async-ps", "hogwild"});
   convert_world(f, o);
   o.allreduce = f.allreduce;
   check_member("--allreduce", o.allreduce, {"library", "ring", "naive_ring", "star"});
@@ -235,6 +244,13 @@ void convert_parallel(const RawFlags& f, TrainOptions& o) {
   if (!(o.bucket_cap_mb > 0)) throw FlagError{"--bucket-cap-mb", "must be > 0, got " + f.bucket_cap_mb};
   o.check_every = f.check_every == "never" ? 0 : parse_int("--check-every", f.check_every, 1);
   o.trace_steps = parse_int("--trace-steps", f.trace_steps, 0);
+  if (f.max_staleness != "none") {
+    if (o.parallel != "async-ps") throw FlagError{"--max-staleness", "needs --parallel async-ps"};
+    o.max_staleness = parse_int("--max-staleness", f.max_staleness, 0);
+  }
+  const bool asynchronous = o.parallel == "async-ps" || o.parallel == "hogwild";
+  if (asynchronous && !o.resume.empty()) throw FlagError{"--resume", "is not available with " + o.parallel};
+  if (asynchronous && o.warmup_epochs > 0) throw FlagError{"--warmup-epochs", "is not available with " + o.parallel};
   convert_injection(f, o);
 }
 
@@ -299,6 +315,8 @@ std::string describe_batch_and_lr(const TrainOptions& o) {
   out << o.micro_batch() << " per micro-batch x " << (one_process ? 1 : o.workers) << " worker(s) x "
       << o.accumulation << " accumulation step(s) = global batch " << o.global_batch();
   if (o.parallel == "dp") out << ", each micro-batch split over " << o.workers << " devices";
+  if (o.parallel == "async-ps") out << " per server update (it steps after every " << o.workers << " gradients)";
+  if (o.parallel == "hogwild") out << " (each worker updates the shared model after its own micro-batches)";
   out << "; ";
   if (o.lr_scaling == "linear") {
     out << "lr " << o.lr_in_use() << " (linear scaling: " << o.lr << " x " << o.global_batch() << " / "

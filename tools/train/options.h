@@ -31,7 +31,7 @@ struct TrainOptions {
   // (as in PyTorch DDP scripts) and the global batch for none and dp (as with PyTorch's
   // DataParallel); global_batch_size, when
   // set, fixes the global batch instead and batch_size is derived from it.
-  std::string parallel = "none";  // none|dp|ddp
+  std::string parallel = "none";  // none|dp|ddp|async-ps|hogwild
   int workers = 1;                // ranks; under mpirun, the world size
   std::string backend = "local";  // local (threads of this process) | mpi (under mpirun)
   std::string allreduce = "library";
@@ -43,6 +43,7 @@ struct TrainOptions {
   std::string straggler = {};     // RANK:MS[:PROB]
   std::string corrupt_grad = {};  // RANK:STEP[:corrupt|drop]
   int64_t trace_steps = 10;       // steps traced after the first; 0: no trace
+  int64_t max_staleness = -1;     // async-ps: the SSP bound s; < 0: unbounded
 
   // The per-worker batch of one step (all its micro-batches) and the global batch.
   int64_t worker_batch() const { return batch_size; }

@@ -1,12 +1,15 @@
 // DDPTrainer and the launcher of the data-parallel modes (see parallel_run.h).
 #include "tools/train/parallel_run.h"
 
+#include <chrono>
+#include <filesystem>
 #include <iomanip>
 #include <iostream>
 #include <numeric>
 #include <sstream>
 
 #include "data/sampler.h"
+#include "nn/checkpoint.h"
 
 namespace rg::train {
 
@@ -43,6 +46,13 @@ std::optional<std::pair<int64_t, GradientFault>> fault_for(const std::string& sp
   std::getline(in, kind, ':');
   if (std::stoi(rank_text) != rank) return std::nullopt;
   return std::pair{std::stoll(step_text), kind == "drop" ? GradientFault::drop : GradientFault::corrupt};
+}
+
+// This worker's share of each epoch: positions rank, rank + workers, ... of the shuffled order.
+std::unique_ptr<data::Sampler> worker_shard(int64_t dataset_size, const Role& role, uint64_t seed) {
+  return std::make_unique<data::DistributedSampler>(
+      dataset_size, data::DistributedSamplerOptions{.num_replicas = role.world_size, .rank = role.rank,
+                                                    .shuffle = true, .seed = seed});
 }
 
 parallel::DDPOptions ddp_options(const TrainOptions& o) {
@@ -126,9 +136,7 @@ StepResult DDPTrainer::step(const data::Batch& batch) {
 }
 
 std::unique_ptr<data::Sampler> DDPTrainer::make_sampler(int64_t dataset_size) {
-  return std::make_unique<data::DistributedSampler>(
-      dataset_size, data::DistributedSamplerOptions{.num_replicas = role().world_size, .rank = role().rank,
-                                                    .shuffle = true, .seed = options().seed});
+  return worker_shard(dataset_size, role(), options().seed);
 }
 
 std::unique_ptr<data::Sampler> DDPTrainer::make_test_sampler(int64_t dataset_size) {
@@ -153,6 +161,22 @@ std::vector<report::TraceEvent> DDPTrainer::gather_trace() {
   std::vector<std::vector<report::TraceEvent>> per_rank{trace_events()};  // rank 0 keeps its args
   for (int r = 1; r < pg_->size(); ++r) per_rank.push_back(decode(texts[r], r));
   return role().rank == 0 ? report::merge(std::move(per_rank)) : std::vector<report::TraceEvent>{};
+}
+
+AsyncPSWorkerTrainer::AsyncPSWorkerTrainer(TrainOptions options, std::shared_ptr<nn::Module> model,
+                                           const DataSplits& data, std::shared_ptr<ProcessGroup> pg)
+    : Trainer(options, model, data, {pg->rank() - 1, pg->size() - 1}), worker_(model, pg) {}
+
+std::unique_ptr<data::Sampler> AsyncPSWorkerTrainer::make_sampler(int64_t dataset_size) {
+  return worker_shard(dataset_size, role(), options().seed);
+}
+
+HogwildTrainer::HogwildTrainer(TrainOptions options, std::shared_ptr<nn::Module> replica, const DataSplits& data,
+                               Role role)
+    : Trainer(options, replica, data, role) {}
+
+std::unique_ptr<data::Sampler> HogwildTrainer::make_sampler(int64_t dataset_size) {
+  return worker_shard(dataset_size, role(), options().seed);
 }
 
 namespace {
@@ -186,8 +210,75 @@ std::string DPTrainer::traffic_report() const {
 
 namespace {
 
+// "staleness 0: 812, 1: 590, 2: 4; 1406 updates from 2812 gradients (0 discarded)".
+std::string describe(const parallel::AsyncPSStats& stats) {
+  std::ostringstream out;
+  out << "async-ps: staleness";
+  for (size_t t = 0; t < stats.staleness_histogram.size(); ++t)
+    out << (t ? ", " : " ") << t << ": " << stats.staleness_histogram[t];
+  out << "; " << stats.updates << " updates from " << stats.gradients << " gradients (" << stats.discarded
+      << " discarded, " << stats.delayed_replies << " replies held back by the staleness bound)";
+  return out.str();
+}
+
+// Rank 0 of an async-ps world: serves until every worker finished, then evaluates and
+// saves the final model. The summary's test metrics are the final model's.
+RunSummary serve(const TrainOptions& options, const DataSplits& data, const std::shared_ptr<nn::Module>& model,
+                 const std::shared_ptr<ProcessGroup>& pg) {
+  auto optimizer = make_optimizer(options, model->parameters());
+  const auto start = std::chrono::steady_clock::now();
+  const parallel::AsyncPSStats stats =
+      run_parameter_server(model, *optimizer, pg, {.max_staleness = options.max_staleness});
+  RunSummary summary;
+  summary.time_s = summary.train_time_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  summary.samples_per_s = static_cast<double>(stats.gradients * options.worker_batch()) / summary.train_time_s;
+  summary.steps = stats.updates;
+  summary.epochs = options.epochs;
+  summary.test = evaluate_model(*model, *data.test, Device::parse(options.device));
+  nn::save_checkpoint((std::filesystem::path(options.out) / "checkpoint.safetensors").string(), *model,
+                      optimizer.get(), {.step = summary.steps, .epoch = options.epochs});
+  std::cout << describe(stats) << std::endl;
+  return summary;
+}
+
+RunSummary work_for_server(const TrainOptions& options, const DataSplits& data,
+                           const std::shared_ptr<nn::Module>& model, const std::shared_ptr<ProcessGroup>& pg) {
+  AsyncPSWorkerTrainer trainer(options, model, data, pg);
+  RunSummary summary = trainer.run();
+  trainer.finish();
+  return summary;
+}
+
+// Hogwild threads on replicas of `model`; the summary is thread 0's, with the test
+// metrics of the shared model once every thread is done.
+RunSummary run_hogwild_threads(const TrainOptions& options, const DataSplits& data,
+                               const std::shared_ptr<nn::Module>& model) {
+  RunSummary summary;
+  parallel::run_hogwild(model, options.workers, [&](nn::Module& replica, int thread) {
+    // The Trainer wants shared ownership; run_hogwild owns the replica for this call.
+    std::shared_ptr<nn::Module> borrowed(&replica, [](nn::Module*) {});
+    HogwildTrainer trainer(options, borrowed, data, {thread, options.workers});
+    RunSummary mine = trainer.run();
+    if (thread == 0) summary = mine;
+  });
+  summary.test = evaluate_model(*model, *data.test, Device::parse(options.device));
+  return summary;
+}
+
 ParallelOutcome run_on_local_world(const TrainOptions& options, const DataSplits& data,
                                    const std::shared_ptr<nn::Module>& model) {
+  if (options.parallel == "hogwild") return {run_hogwild_threads(options, data, model), true};
+  if (options.parallel == "async-ps") {
+    ParallelOutcome outcome;
+    parallel::run_local_world(options.workers + 1, [&](std::shared_ptr<ProcessGroup> pg) {
+      if (pg->rank() == 0) {
+        outcome.summary = serve(options, data, model, pg);
+      } else {
+        work_for_server(options, data, model->clone(), pg);
+      }
+    });
+    return outcome;
+  }
   ParallelOutcome outcome;
   const auto trace_epoch = report::TraceRecorder::Clock::now();  // one clock for all rank-threads
   parallel::run_local_world(
@@ -209,6 +300,10 @@ ParallelOutcome run_under_mpi(const TrainOptions& options, const DataSplits& dat
   auto pg = parallel::init_process_group(
       {.backend = "mpi", .algorithm = parallel::parse_algorithm(options.allreduce)}, argc, argv);
   try {
+    if (options.parallel == "async-ps") {
+      if (pg->rank() == 0) return {serve(options, data, model, pg), true};
+      return {work_for_server(options, data, model, pg), false};
+    }
     DDPTrainer trainer(options, model, data, pg);
     pg->barrier();  // the ranks' trace clocks start together (to a few microseconds)
     trainer.set_trace_epoch(report::TraceRecorder::Clock::now());

@@ -11,6 +11,7 @@
 #include <memory>
 
 #include "nn/module.h"
+#include "parallel/async.h"
 #include "parallel/data_parallel.h"
 #include "parallel/ddp.h"
 #include "parallel/process_group.h"
@@ -58,10 +59,41 @@ class DPTrainer : public Trainer {
   std::unique_ptr<parallel::DataParallel> dp_;
 };
 
-// Trains `model` (built from the seed on the main thread) with options.parallel ddp:
-// on options.workers rank-threads (each with a clone of the model) or, with
-// options.backend == "mpi", as this process's rank. Returns rank 0's summary (other MPI
-// ranks return theirs) and whether this process is rank 0.
+// A worker of the parameter server (--parallel async-ps): trains on its shard of each
+// epoch (DistributedSampler over the workers) and, instead of stepping an optimizer,
+// pushes its gradients and loads the server's fresh parameters. Worker 0 (process rank
+// 1) writes the run's metrics and evaluates during training; the server evaluates the
+// final model.
+class AsyncPSWorkerTrainer : public Trainer {
+ public:
+  AsyncPSWorkerTrainer(TrainOptions options, std::shared_ptr<nn::Module> model, const DataSplits& data,
+                       std::shared_ptr<parallel::ProcessGroup> pg);
+  void finish() { worker_.finish(); }
+
+ protected:
+  void apply_update() override { worker_.push(); }
+  bool evaluates() const override { return role().rank == 0; }
+  std::unique_ptr<data::Sampler> make_sampler(int64_t dataset_size) override;
+
+ private:
+  parallel::AsyncWorker worker_;
+};
+
+// A Hogwild thread (--parallel hogwild): its replica shares the parameters' data with
+// the model, so its own optimizer updates the shared model, with no lock.
+class HogwildTrainer : public Trainer {
+ public:
+  HogwildTrainer(TrainOptions options, std::shared_ptr<nn::Module> replica, const DataSplits& data, Role role);
+
+ protected:
+  bool evaluates() const override { return role().rank == 0; }
+  std::unique_ptr<data::Sampler> make_sampler(int64_t dataset_size) override;
+};
+
+// Trains `model` (built from the seed on the main thread) with options.parallel ddp,
+// async-ps or hogwild: on rank-threads (each with a clone of the model; hogwild: replicas
+// sharing its data) or, with options.backend == "mpi", as this process's rank. Returns
+// the summary to print and whether this process prints it.
 struct ParallelOutcome {
   RunSummary summary;
   bool is_main = true;

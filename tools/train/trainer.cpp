@@ -80,13 +80,38 @@ Trainer::Trainer(TrainOptions options, std::shared_ptr<nn::Module> model, const 
       trace_(std::make_unique<report::TraceRecorder>(role.rank)),
       straggler_(straggler_for(options_.straggler, role.rank)),
       straggler_dice_(options_.seed + 7919 * static_cast<uint64_t>(role.rank + 1)) {
-  const double lr = options_.lr_in_use();
-  if (options_.optimizer == "adam") {
-    optimizer_ = std::make_unique<optim::Adam>(model_->parameters(), optim::AdamOptions{.lr = lr});
-  } else {
-    optimizer_ = std::make_unique<optim::SGD>(model_->parameters(),
-                                              optim::SGDOptions{.lr = lr, .momentum = options_.momentum});
+  optimizer_ = make_optimizer(options_, model_->parameters());
+}
+
+std::unique_ptr<optim::Optimizer> make_optimizer(const TrainOptions& options, const std::vector<Variable>& parameters) {
+  const double lr = options.lr_in_use();
+  if (options.optimizer == "adam") return std::make_unique<optim::Adam>(parameters, optim::AdamOptions{.lr = lr});
+  return std::make_unique<optim::SGD>(parameters, optim::SGDOptions{.lr = lr, .momentum = options.momentum});
+}
+
+EvalSums evaluate_sums(nn::Module& model, data::DataLoader& loader, const Device& device) {
+  NoGradGuard no_grad;
+  model.eval();
+  EvalSums sums;
+  for (auto& [x, y] : loader) {
+    const Tensor yd = y.device() == device ? y : y.to(device);
+    Variable logits = model(x.device() == device ? x : x.to(device));
+    sums.loss_sum += cross_entropy(logits, yd, Reduction::sum).item();
+    sums.correct += count_correct(logits.data(), yd);
+    sums.samples += y.size(0);
   }
+  model.train();
+  return sums;
+}
+
+EvalResult to_result(const EvalSums& sums) {
+  const auto seen = static_cast<double>(sums.samples);
+  return {sums.loss_sum / seen, static_cast<double>(sums.correct) / seen};
+}
+
+EvalResult evaluate_model(nn::Module& model, const data::Dataset& test, const Device& device) {
+  data::DataLoader loader(test, data::DataLoaderOptions{.batch_size = kEvalBatch});
+  return to_result(evaluate_sums(model, loader, device));
 }
 
 Trainer::~Trainer() = default;
@@ -143,7 +168,7 @@ StepResult Trainer::step(const data::Batch& batch) {
     start += n;
   }
   TraceRecorder::Scope traced(trace(), "optimizer step", "optimizer");
-  optimizer_->step();
+  apply_update();
   return result;
 }
 
@@ -156,22 +181,7 @@ void Trainer::delay_if_straggler() {
   std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(straggler_->first));
 }
 
-EvalResult Trainer::evaluate() {
-  NoGradGuard no_grad;
-  model_->eval();
-  EvalSums mine;
-  for (auto& [x, y] : *test_loader_) {
-    const Tensor yd = to_device(y);
-    Variable logits = (*model_)(to_device(x));
-    mine.loss_sum += cross_entropy(logits, yd, Reduction::sum).item();
-    mine.correct += count_correct(logits.data(), yd);
-    mine.samples += y.size(0);
-  }
-  model_->train();
-  const EvalSums all = combine(mine);
-  const auto seen = static_cast<double>(all.samples);
-  return {all.loss_sum / seen, static_cast<double>(all.correct) / seen};
-}
+EvalResult Trainer::evaluate() { return to_result(combine(evaluate_sums(*model_, *test_loader_, device_))); }
 
 void Trainer::restore(const std::string& path) {
   nn::SafetensorsFile file;
@@ -296,7 +306,7 @@ bool Trainer::run_epoch(int64_t epoch, int64_t skip_batches, Stopwatch& train_cl
     epoch_clock.stop();
     bar.update(done, {{"loss", loss_sum / static_cast<double>(done)},
                       {"samples/s", static_cast<double>(epoch_samples) / epoch_clock.seconds()}});
-    if (options_.eval_every > 0 && step_ % options_.eval_every == 0) {
+    if (options_.eval_every > 0 && step_ % options_.eval_every == 0 && evaluates()) {
       bar.update(done, {{"test_acc", evaluate_and_record().accuracy}});
     }
     if (out_of_steps()) {
@@ -311,7 +321,7 @@ bool Trainer::run_epoch(int64_t epoch, int64_t skip_batches, Stopwatch& train_cl
   train_clock.stop();
   update_tracing();
   bar.finish();
-  if (options_.eval_every == 0) evaluate_and_record();
+  if (options_.eval_every == 0 && evaluates()) evaluate_and_record();
   if (is_main_) {
     std::cout << "epoch " << epoch + 1 << "/" << options_.epochs << ": train_loss=" << std::setprecision(4)
               << loss_sum / static_cast<double>(std::max<int64_t>(1, batch_index - skip_batches))
@@ -339,7 +349,7 @@ RunSummary Trainer::run() {
       break;
     }
   }
-  if (last_eval_step_ != step_) evaluate_and_record();
+  if (last_eval_step_ != step_ && evaluates()) evaluate_and_record();
   if (is_main_) write_charts(metrics_path(), out_dir_);
   RunSummary s;
   if (tracing_) {  // the run ended inside the traced steps

@@ -90,6 +90,12 @@ class Trainer {
   // One optimisation step on one batch: for each micro-batch forward, loss, backward
   // (gradients accumulate), then one update.
   virtual StepResult step(const data::Batch& batch);
+  // The update after a step's backward: the optimizer's step by default (a parameter
+  // server worker pushes its gradients instead).
+  virtual void apply_update() { optimizer_->step(); }
+  // Whether this trainer evaluates on the test set (the asynchronous modes leave it to
+  // one worker during training, and evaluate the final model themselves).
+  virtual bool evaluates() const { return true; }
   // The model's forward; a parallel mode puts its wrapper here.
   virtual Variable forward(const Tensor& x) { return (*model_)(x); }
   // Held during the backward of every micro-batch but the last, to defer the gradient
@@ -158,6 +164,13 @@ class Trainer {
   std::optional<std::pair<double, double>> straggler_;  // (delay ms, probability) for this rank
   Generator straggler_dice_;
 };
+
+// The optimizer ringgrad-train's flags ask for, over `parameters`.
+std::unique_ptr<optim::Optimizer> make_optimizer(const TrainOptions& options, const std::vector<Variable>& parameters);
+// Sums over what `loader` yields, and their loss and accuracy; the model in eval mode meanwhile.
+EvalSums evaluate_sums(nn::Module& model, data::DataLoader& loader, const Device& device);
+EvalResult to_result(const EvalSums& sums);
+EvalResult evaluate_model(nn::Module& model, const data::Dataset& test, const Device& device);
 
 // The human-readable lines and, last, the machine-readable `summary: ...` line.
 void print_summary(std::ostream& out, const RunSummary& summary, const std::filesystem::path& out_dir);
