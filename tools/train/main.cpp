@@ -65,6 +65,7 @@ int run_training(const TrainOptions& options, int argc, char** argv) {
   default_generator().set_state(options.seed, 0);
   auto model = make_model(options.model, data.shape());
   model->to(device);
+  model->to(options.dtype == "float64" ? DType::float64 : DType::float32);
   bool is_main = is_main_process();
   if (is_main) {
     std::cout << "ringgrad-train: " << options.model << " on " << data.train->name() << " (" << data.train->size()

@@ -57,7 +57,7 @@ void check_member(const std::string& flag, const std::string& value, const std::
 
 // The flags' text, before conversion; defaults come from TrainOptions.
 struct RawFlags {
-  std::string data, model, image_size, epochs, batch_size, lr, momentum, optimizer, warmup_epochs, device, threads,
+  std::string data, model, image_size, epochs, batch_size, lr, momentum, optimizer, warmup_epochs, device, dtype, threads,
       seed, out, resume, eval_every, max_steps, parallel, workers, backend, allreduce, global_batch_size,
       accumulation, lr_scaling, bucket_cap_mb, check_every, straggler, corrupt_grad, trace_steps, max_staleness;
 };
@@ -78,6 +78,7 @@ RawFlags raw_defaults(const TrainOptions& d) {
           .optimizer = d.optimizer,
           .warmup_epochs = text(d.warmup_epochs),
           .device = d.device,
+          .dtype = d.dtype,
           .threads = "auto",
           .seed = text(d.seed),
           .out = d.out,
@@ -119,6 +120,7 @@ void add_flags(CLI::App& app, RawFlags& f) {
   add("--optimizer", f.optimizer, "sgd|adam", "NAME");
   add("--warmup-epochs", f.warmup_epochs, "linear learning-rate warm-up, in epochs (fractions allowed)", "E");
   add("--device", f.device, "cpu|cuda (cuda:N picks a GPU)", "DEV");
+  add("--dtype", f.dtype, "float32|float64: the model's parameters and arithmetic", "TYPE");
   add("--threads", f.threads, "CPU threads (auto: cores / processes on this node)", "N");
   add("--seed", f.seed, "seed of the model init, shuffling and synthetic data", "S");
   add("--out", f.out, "folder for metrics.jsonl, config.json, checkpoint, loss.svg, accuracy.svg", "DIR");
@@ -281,6 +283,8 @@ TrainOptions convert(const RawFlags& f) {
   if (!(o.warmup_epochs >= 0)) throw FlagError{"--warmup-epochs", "must be >= 0, got " + f.warmup_epochs};
   o.device = f.device;
   check_device(o.device);
+  o.dtype = f.dtype;
+  check_member("--dtype", o.dtype, {"float32", "float64"});
   o.threads = f.threads == "auto" ? 0 : static_cast<int>(parse_int("--threads", f.threads, 1));
   o.seed = parse_number<uint64_t>("--seed", f.seed, "a non-negative integer");
   o.out = f.out;

@@ -20,6 +20,7 @@ struct TrainOptions {
   std::string optimizer = "sgd";
   double warmup_epochs = 0;
   std::string device = "cpu";
+  std::string dtype = "float32";  // of the model (and its inputs): float32|float64
   int threads = 0;  // 0: cores ÷ processes on this node
   uint64_t seed = 0;
   std::string out = "runs/train";

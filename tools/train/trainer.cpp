@@ -95,7 +95,7 @@ EvalSums evaluate_sums(nn::Module& model, data::DataLoader& loader, const Device
   EvalSums sums;
   for (auto& [x, y] : loader) {
     const Tensor yd = y.device() == device ? y : y.to(device);
-    Variable logits = model(x.device() == device ? x : x.to(device));
+    Variable logits = model(as_model_input(x, model, device));
     sums.loss_sum += cross_entropy(logits, yd, Reduction::sum).item();
     sums.correct += count_correct(logits.data(), yd);
     sums.samples += y.size(0);
@@ -137,11 +137,19 @@ std::unique_ptr<data::Sampler> Trainer::make_sampler(int64_t dataset_size) {
 
 Tensor Trainer::to_device(const Tensor& t) const { return t.device() == device_ ? t : t.to(device_); }
 
+// Images come as float32; a float64 model (--dtype float64) gets them in float64.
+Tensor as_model_input(const Tensor& x, const nn::Module& model, const Device& device) {
+  const Tensor on_device = x.device() == device ? x : x.to(device);
+  const auto parameters = model.parameters();
+  if (parameters.empty() || !is_floating(x.dtype()) || parameters.front().dtype() == x.dtype()) return on_device;
+  return on_device.to(parameters.front().dtype());
+}
+
 StepResult Trainer::step(const data::Batch& batch) {
   using report::TraceRecorder;
   delay_if_straggler();
   optimizer_->set_lr(schedule_->lr_at(step_));
-  const Tensor x = to_device(batch.x), y = to_device(batch.y);
+  const Tensor x = as_model_input(batch.x, *model_, device_), y = to_device(batch.y);
   const int64_t rows = y.size(0), micro = options_.accumulation;
   optimizer_->zero_grad();
   StepResult result{0, 0, rows};
@@ -242,6 +250,7 @@ void Trainer::write_config() const {
                                          {"momentum", options_.momentum},
                                          {"warmup_epochs", options_.warmup_epochs},
                                          {"device", options_.device},
+                                         {"dtype", options_.dtype},
                                          {"threads", get_num_threads()},
                                          {"seed", static_cast<int64_t>(options_.seed)},
                                          {"eval_every", options_.eval_every},

@@ -165,6 +165,8 @@ class Trainer {
   Generator straggler_dice_;
 };
 
+// x on `device`, in the dtype of the model's parameters when x is floating.
+Tensor as_model_input(const Tensor& x, const nn::Module& model, const Device& device);
 // The optimizer ringgrad-train's flags ask for, over `parameters`.
 std::unique_ptr<optim::Optimizer> make_optimizer(const TrainOptions& options, const std::vector<Variable>& parameters);
 // Sums over what `loader` yields, and their loss and accuracy; the model in eval mode meanwhile.
