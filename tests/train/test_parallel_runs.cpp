@@ -88,6 +88,18 @@ TEST_CASE("train.async_ps_staleness_0_equals_ddp", "[train]") {
   CHECK(relative_model_difference(ps.path, ddp.path) < 1e-5);
 }
 
+// A worker's bad gradient at step 5 reaches the server's model (the run stays
+// deterministic with --max-staleness 0, so the clean run is its reference).
+TEST_CASE("train.async_ps_injected_faults", "[train]") {
+  TempDir clean("aps_clean"), corrupt("aps_corrupt"), drop("aps_drop");
+  const std::string flags = kSynthetic + " --parallel async-ps --workers 2 --batch-size 32 --max-staleness 0";
+  REQUIRE(run_train(flags + " --out " + clean.path.string()).exit_code == 0);
+  REQUIRE(run_train(flags + " --corrupt-grad 1:5 --out " + corrupt.path.string()).exit_code == 0);
+  REQUIRE(run_train(flags + " --corrupt-grad 0:5:drop --out " + drop.path.string()).exit_code == 0);
+  CHECK(relative_model_difference(corrupt.path, clean.path) > 1e-4);
+  CHECK(relative_model_difference(drop.path, clean.path) > 1e-6);
+}
+
 TEST_CASE("train.async_ps_and_hogwild_converge", "[train]") {
   for (const char* mode : {"async-ps", "hogwild"}) {
     INFO(mode);
@@ -215,7 +227,8 @@ TEST_CASE("train.parallel_flag_errors", "[train]") {
       {"--parallel ddp --allreduce tree", "--allreduce"},
       {"--parallel ddp --workers 2 --straggler 2:10", "--straggler"},
       {"--parallel ddp --straggler 0:10:1.5", "--straggler"},
-      {"--corrupt-grad 0:3", "--corrupt-grad"},  // needs --parallel ddp
+      {"--corrupt-grad 0:3", "--corrupt-grad"},  // needs several workers
+      {"--parallel dp --corrupt-grad 0:3", "--corrupt-grad"},
       {"--parallel ddp --corrupt-grad 0:3:flip", "--corrupt-grad"},
       {"--parallel dp --straggler 1:10", "--straggler"},
       {"--parallel ddp --max-staleness 1", "--max-staleness"},

@@ -138,7 +138,7 @@ void add_flags(CLI::App& app, RawFlags& f) {
   add("--bucket-cap-mb", f.bucket_cap_mb, "DDP gradient bucket size", "MB");
   add("--check-every", f.check_every, "DDP: check the replicas are identical every N steps", "N");
   add("--straggler", f.straggler, "slow a rank down: RANK:MS[:PROB] sleeps MS ms before a step (with PROB)", "SPEC");
-  add("--corrupt-grad", f.corrupt_grad, "DDP fault in step STEP (from 1) of rank RANK: RANK:STEP[:corrupt|drop]", "SPEC");
+  add("--corrupt-grad", f.corrupt_grad, "a worker's gradient goes wrong in its step STEP (from 1): RANK:STEP[:corrupt|drop]", "SPEC");
   add("--max-staleness", f.max_staleness, "async-ps: a worker may be at most S gradients ahead (SSP; 0: synchronous)",
       "S");
   add("--trace-steps", f.trace_steps, "steps traced after the first into OUT/trace.json, OUT/timeline.svg", "N");
@@ -224,7 +224,9 @@ void convert_injection(const RawFlags& f, TrainOptions& o) {
   }
   o.straggler = f.straggler;
   if (!f.corrupt_grad.empty()) {
-    if (o.parallel != "ddp") throw FlagError{"--corrupt-grad", "needs --parallel ddp"};
+    if (o.parallel == "none" || o.parallel == "dp") {
+      throw FlagError{"--corrupt-grad", "needs several workers: --parallel ddp, async-ps or hogwild"};
+    }
     const auto fields = split_spec("--corrupt-grad", f.corrupt_grad, 2, 3, "RANK:STEP[:corrupt|drop]");
     check_rank("--corrupt-grad", fields[0]);
     parse_int("--corrupt-grad", fields[1], 1);

@@ -55,6 +55,21 @@ std::unique_ptr<data::Sampler> worker_shard(int64_t dataset_size, const Role& ro
                                                     .shuffle = true, .seed = seed});
 }
 
+// An asynchronous worker's fault (--corrupt-grad) at step `step`, applied to its own
+// gradients before they leave: corrupt adds 1 to the last-registered parameter's gradient
+// (as DDP's fault does), drop zeroes them all.
+void damage_gradients(const std::optional<std::pair<int64_t, GradientFault>>& fault, int64_t step,
+                      nn::Module& model) {
+  if (!fault || fault->first != step) return;
+  std::vector<Variable> parameters = model.parameters();
+  if (fault->second == GradientFault::corrupt) {
+    parameters.back().grad().add_(1.0);
+    return;
+  }
+  for (Variable& p : parameters)
+    if (p.grad().defined()) p.grad().zero_();
+}
+
 parallel::DDPOptions ddp_options(const TrainOptions& o) {
   return {.bucket_cap_mb = o.bucket_cap_mb,
           .algorithm = parallel::parse_algorithm(o.allreduce),
@@ -165,7 +180,14 @@ std::vector<report::TraceEvent> DDPTrainer::gather_trace() {
 
 AsyncPSWorkerTrainer::AsyncPSWorkerTrainer(TrainOptions options, std::shared_ptr<nn::Module> model,
                                            const DataSplits& data, std::shared_ptr<ProcessGroup> pg)
-    : Trainer(options, model, data, {pg->rank() - 1, pg->size() - 1}), worker_(model, pg) {}
+    : Trainer(options, model, data, {pg->rank() - 1, pg->size() - 1}),
+      worker_(model, pg),
+      fault_(fault_for(options.corrupt_grad, pg->rank() - 1)) {}
+
+void AsyncPSWorkerTrainer::apply_update() {
+  damage_gradients(fault_, current_step() + 1, model());
+  worker_.push();
+}
 
 std::unique_ptr<data::Sampler> AsyncPSWorkerTrainer::make_sampler(int64_t dataset_size) {
   return worker_shard(dataset_size, role(), options().seed);
@@ -173,7 +195,12 @@ std::unique_ptr<data::Sampler> AsyncPSWorkerTrainer::make_sampler(int64_t datase
 
 HogwildTrainer::HogwildTrainer(TrainOptions options, std::shared_ptr<nn::Module> replica, const DataSplits& data,
                                Role role)
-    : Trainer(options, replica, data, role) {}
+    : Trainer(options, replica, data, role), fault_(fault_for(options.corrupt_grad, role.rank)) {}
+
+void HogwildTrainer::apply_update() {
+  damage_gradients(fault_, current_step() + 1, model());
+  Trainer::apply_update();
+}
 
 std::unique_ptr<data::Sampler> HogwildTrainer::make_sampler(int64_t dataset_size) {
   return worker_shard(dataset_size, role(), options().seed);

@@ -71,12 +71,13 @@ class AsyncPSWorkerTrainer : public Trainer {
   void finish() { worker_.finish(); }
 
  protected:
-  void apply_update() override { worker_.push(); }
+  void apply_update() override;  // --corrupt-grad, then push
   bool evaluates() const override { return role().rank == 0; }
   std::unique_ptr<data::Sampler> make_sampler(int64_t dataset_size) override;
 
  private:
   parallel::AsyncWorker worker_;
+  std::optional<std::pair<int64_t, parallel::GradientFault>> fault_;  // (step, kind) of this worker
 };
 
 // A Hogwild thread (--parallel hogwild): its replica shares the parameters' data with
@@ -86,8 +87,12 @@ class HogwildTrainer : public Trainer {
   HogwildTrainer(TrainOptions options, std::shared_ptr<nn::Module> replica, const DataSplits& data, Role role);
 
  protected:
+  void apply_update() override;  // --corrupt-grad, then the optimizer's step
   bool evaluates() const override { return role().rank == 0; }
   std::unique_ptr<data::Sampler> make_sampler(int64_t dataset_size) override;
+
+ private:
+  std::optional<std::pair<int64_t, parallel::GradientFault>> fault_;  // (step, kind) of this thread
 };
 
 // Trains `model` (built from the seed on the main thread) with options.parallel ddp,
