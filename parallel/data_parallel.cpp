@@ -7,7 +7,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <functional>
-#include <future>
+#include <exception>
 #include <mutex>
 #include <optional>
 #include <sstream>
@@ -112,7 +112,9 @@ class Recorder {
 };
 
 // One device's thread: runs one replica's forward at a time, with its own share of the
-// CPU cores for the kernels (as the local world's rank threads).
+// CPU cores for the kernels (as the local world's rank threads). A job's end, and its
+// exception, are handed over under the mutex only after the worker has let go of the
+// job, so nothing the job owned is released by two threads at once.
 class DeviceWorker {
  public:
   explicit DeviceWorker(int pool_threads) : thread_([this, pool_threads] { loop(pool_threads); }) {}
@@ -122,43 +124,62 @@ class DeviceWorker {
       std::lock_guard lock(mutex_);
       stopping_ = true;
     }
-    wake_.notify_one();
+    wake_.notify_all();
     thread_.join();
   }
 
   DeviceWorker(const DeviceWorker&) = delete;
   DeviceWorker& operator=(const DeviceWorker&) = delete;
 
-  // One job at a time: parallel_apply waits for every job before it returns.
-  std::future<void> run(std::function<void()> job) {
-    std::packaged_task<void()> task(std::move(job));
-    std::future<void> done = task.get_future();
+  // Starts `job`; one job at a time: parallel_apply waits for every job before the next.
+  void run(std::function<void()> job) {
     {
       std::lock_guard lock(mutex_);
-      job_ = std::move(task);
+      job_ = std::move(job);
+      finished_ = false;
     }
-    wake_.notify_one();
-    return done;
+    wake_.notify_all();
+  }
+
+  // Waits for the job; returns its exception, if it threw.
+  std::exception_ptr wait() {
+    std::unique_lock lock(mutex_);
+    wake_.wait(lock, [this] { return finished_; });
+    return std::exchange(error_, nullptr);
   }
 
  private:
   void loop(int pool_threads) {
     ThreadPoolScope pool(pool_threads);
     for (;;) {
-      std::packaged_task<void()> task;
+      std::function<void()> job;
       {
         std::unique_lock lock(mutex_);
-        wake_.wait(lock, [this] { return stopping_ || job_.valid(); });
-        if (!job_.valid()) return;
-        task = std::move(job_);
+        wake_.wait(lock, [this] { return stopping_ || job_; });
+        if (!job_) return;
+        job = std::exchange(job_, nullptr);
       }
-      task();  // an exception lands in the future
+      std::exception_ptr error;
+      try {
+        job();
+      } catch (...) {
+        error = std::current_exception();
+      }
+      job = nullptr;
+      {
+        std::lock_guard lock(mutex_);
+        error_ = std::move(error);
+        finished_ = true;
+      }
+      wake_.notify_all();
     }
   }
 
   std::mutex mutex_;
   std::condition_variable wake_;
-  std::packaged_task<void()> job_;
+  std::function<void()> job_;
+  std::exception_ptr error_;
+  bool finished_ = false;
   bool stopping_ = false;
   std::thread thread_;  // last: it starts once the fields above exist
 };
@@ -344,19 +365,20 @@ void DataParallel::replicate(size_t count) {
 
 std::vector<Variable> DataParallel::parallel_apply(const std::vector<Variable>& inputs) {
   std::vector<Variable> outputs(inputs.size());
-  std::vector<std::future<void>> done;
   const bool grad_enabled = is_grad_enabled();  // grad mode is per thread: the workers follow the caller
   for (size_t i = 0; i < inputs.size(); ++i) {
-    done.push_back(workers_[i]->run([this, &inputs, &outputs, i, grad_enabled] {
+    workers_[i]->run([this, &inputs, &outputs, i, grad_enabled] {
       std::optional<NoGradGuard> no_grad;
       if (!grad_enabled) no_grad.emplace();
       outputs[i] = replicas_[i]->forward(inputs[i]);
-    }));
+    });
   }
-  for (auto& d : done) d.wait();  // every job ends before `outputs` can go out of scope
-  for (size_t i = 0; i < done.size(); ++i) {
+  std::vector<std::exception_ptr> errors;  // every job ends before `outputs` can go out of scope
+  for (size_t i = 0; i < inputs.size(); ++i) errors.push_back(workers_[i]->wait());
+  for (size_t i = 0; i < errors.size(); ++i) {
+    if (!errors[i]) continue;
     try {
-      done[i].get();
+      std::rethrow_exception(errors[i]);
     } catch (const NotImplemented&) {
       throw;  // lab graders look for this type
     } catch (const std::exception& e) {

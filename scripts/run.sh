@@ -5,9 +5,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# Debian packages the build and tests need.
+# Debian packages the build and tests need (iproute2: parallel.mpi.two_hosts builds its two
+# "hosts" from network namespaces with `ip`).
 PACKAGES=(g++ cmake ninja-build pkg-config libopenblas-dev catch2 zlib1g-dev libstb-dev nlohmann-json3-dev
-          libcli11-dev libopenmpi-dev openmpi-bin dataset-fashion-mnist)
+          libcli11-dev libopenmpi-dev openmpi-bin dataset-fashion-mnist iproute2)
 BUILD_DIR=${RINGGRAD_BUILD_DIR:-build}
 
 as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
