@@ -10,7 +10,7 @@
 #include "tensor/error.h"
 
 using namespace rg::report;
-using rg::report::test::TempDir;
+using rg::test::TempDir;
 using Catch::Contains;
 
 namespace {

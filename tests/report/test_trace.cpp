@@ -11,7 +11,7 @@
 #include "xml_check.h"
 
 using namespace rg::report;
-using rg::report::test::TempDir;
+using rg::test::TempDir;
 using Catch::Contains;
 
 namespace {

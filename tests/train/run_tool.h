@@ -10,6 +10,8 @@
 #include <sstream>
 #include <string>
 
+#include "temp_dir.h"
+
 namespace rg::train::test {
 
 struct ToolRun {
@@ -45,20 +47,7 @@ inline std::string read_text(const std::filesystem::path& path) {
   return s.str();
 }
 
-struct TempDir {
-  std::filesystem::path path;
-  explicit TempDir(const std::string& name)
-      : path(std::filesystem::temp_directory_path() / ("ringgrad_train_" + name + "_" + std::to_string(::getpid()))) {
-    std::filesystem::remove_all(path);
-    std::filesystem::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    std::filesystem::remove_all(path, ignored);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-};
+using rg::test::TempDir;
 
 // Flags for a quick, single-threaded synthetic run writing into `out`.
 inline std::string quick_flags(const std::filesystem::path& out) {
