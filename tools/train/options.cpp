@@ -94,8 +94,8 @@ RawFlags raw_defaults(const TrainOptions& d) {
           .lr_scaling = d.lr_scaling,
           .bucket_cap_mb = text(d.bucket_cap_mb),
           .check_every = "never",
-          .straggler = d.straggler,
-          .corrupt_grad = d.corrupt_grad,
+          .straggler = {},
+          .corrupt_grad = {},
           .trace_steps = text(d.trace_steps),
           .max_staleness = "none"};
 }
@@ -207,32 +207,40 @@ std::vector<std::string> split_spec(const std::string& flag, const std::string& 
 }
 
 void convert_injection(const RawFlags& f, TrainOptions& o) {
-  auto check_rank = [&](const std::string& flag, const std::string& text) {
-    if (parse_int(flag, text, 0) >= o.workers) {
+  auto worker_rank = [&](const std::string& flag, const std::string& text) {
+    const int64_t rank = parse_int(flag, text, 0);
+    if (rank >= o.workers) {
       throw FlagError{flag, "rank " + text + " does not exist with " + std::to_string(o.workers) + " worker(s)"};
     }
+    return static_cast<int>(rank);
   };
   if (!f.straggler.empty()) {
     if (o.parallel == "dp") throw FlagError{"--straggler", "is not available with dp (use ddp)"};
     const auto fields = split_spec("--straggler", f.straggler, 2, 3, "RANK:MS[:PROB]");
-    check_rank("--straggler", fields[0]);
-    if (!(parse_double("--straggler", fields[1]) >= 0)) throw FlagError{"--straggler", "MS must be >= 0"};
+    Straggler straggler{.rank = worker_rank("--straggler", fields[0]),
+                        .delay_ms = parse_double("--straggler", fields[1])};
+    if (!(straggler.delay_ms >= 0)) throw FlagError{"--straggler", "MS must be >= 0"};
     if (fields.size() == 3) {
-      const double p = parse_double("--straggler", fields[2]);
-      if (!(p >= 0 && p <= 1)) throw FlagError{"--straggler", "PROB must be in [0, 1], got " + fields[2]};
+      straggler.probability = parse_double("--straggler", fields[2]);
+      if (!(straggler.probability >= 0 && straggler.probability <= 1)) {
+        throw FlagError{"--straggler", "PROB must be in [0, 1], got " + fields[2]};
+      }
     }
+    o.straggler = straggler;
   }
-  o.straggler = f.straggler;
   if (!f.corrupt_grad.empty()) {
     if (o.parallel == "none" || o.parallel == "dp") {
       throw FlagError{"--corrupt-grad", "needs several workers: --parallel ddp, async-ps or hogwild"};
     }
     const auto fields = split_spec("--corrupt-grad", f.corrupt_grad, 2, 3, "RANK:STEP[:corrupt|drop]");
-    check_rank("--corrupt-grad", fields[0]);
-    parse_int("--corrupt-grad", fields[1], 1);
-    if (fields.size() == 3) check_member("--corrupt-grad", fields[2], {"corrupt", "drop"});
+    InjectedGradientFault fault{.rank = worker_rank("--corrupt-grad", fields[0]),
+                                .step = parse_int("--corrupt-grad", fields[1], 1)};
+    if (fields.size() == 3) {
+      check_member("--corrupt-grad", fields[2], {"corrupt", "drop"});
+      fault.drop = fields[2] == "drop";
+    }
+    o.corrupt_grad = fault;
   }
-  o.corrupt_grad = f.corrupt_grad;
 }
 
 void convert_parallel(const RawFlags& f, TrainOptions& o) {

@@ -9,6 +9,21 @@
 
 namespace rg::train {
 
+// --straggler RANK:MS[:PROB]: worker RANK sleeps MS ms before a step, with probability PROB.
+struct Straggler {
+  int rank = 0;
+  double delay_ms = 0;
+  double probability = 1;
+};
+
+// --corrupt-grad RANK:STEP[:corrupt|drop]: worker RANK's gradient goes wrong in its step
+// STEP (counted from 1).
+struct InjectedGradientFault {
+  int rank = 0;
+  int64_t step = 1;
+  bool drop = false;  // else corrupt
+};
+
 struct TrainOptions {
   std::string data = "fashion-mnist";
   std::string model = "mlp";
@@ -41,8 +56,8 @@ struct TrainOptions {
   std::string lr_scaling = "none";  // none | linear: lr × global batch ÷ (batch_size ÷ accumulation)
   double bucket_cap_mb = 25;
   int64_t check_every = 0;        // DDP consistency check every N steps; 0: never
-  std::string straggler = {};     // RANK:MS[:PROB]
-  std::string corrupt_grad = {};  // RANK:STEP[:corrupt|drop]
+  std::optional<Straggler> straggler;            // --straggler RANK:MS[:PROB]
+  std::optional<InjectedGradientFault> corrupt_grad;  // --corrupt-grad RANK:STEP[:corrupt|drop]
   int64_t trace_steps = 10;       // steps traced after the first; 0: no trace
   int64_t max_staleness = -1;     // async-ps: the SSP bound s; < 0: unbounded
 

@@ -36,16 +36,11 @@ class ShardSampler : public data::Sampler {
   int64_t begin_, end_;
 };
 
-// "RANK:STEP[:corrupt|drop]" (checked by the command line) -> (STEP, kind) for `rank`.
-std::optional<std::pair<int64_t, GradientFault>> fault_for(const std::string& spec, int rank) {
-  if (spec.empty()) return std::nullopt;
-  std::stringstream in(spec);
-  std::string rank_text, step_text, kind = "corrupt";
-  std::getline(in, rank_text, ':');
-  std::getline(in, step_text, ':');
-  std::getline(in, kind, ':');
-  if (std::stoi(rank_text) != rank) return std::nullopt;
-  return std::pair{std::stoll(step_text), kind == "drop" ? GradientFault::drop : GradientFault::corrupt};
+// The step and kind of --corrupt-grad when it names `rank`.
+std::optional<std::pair<int64_t, GradientFault>> fault_for(const std::optional<InjectedGradientFault>& fault,
+                                                           int rank) {
+  if (!fault || fault->rank != rank) return std::nullopt;
+  return std::pair{fault->step, fault->drop ? GradientFault::drop : GradientFault::corrupt};
 }
 
 // This worker's share of each epoch: positions rank, rank + workers, ... of the shuffled order.
@@ -106,21 +101,6 @@ std::vector<report::TraceEvent> decode(const std::string& text, int rank) {
   return events;
 }
 
-// Every rank's `text`, in rank order: an all-gather of lengths, then of padded bytes.
-std::vector<std::string> all_gather_text(ProcessGroup& pg, const std::string& text) {
-  Tensor lengths = Tensor::zeros({pg.size()}, DType::int64);
-  pg.all_gather(lengths, Tensor::from_vector(std::vector<int64_t>{static_cast<int64_t>(text.size())}, {1}));
-  const std::vector<int64_t> sizes = lengths.to_vector<int64_t>();
-  const int64_t longest = std::max<int64_t>(1, *std::max_element(sizes.begin(), sizes.end()));
-  std::vector<uint8_t> mine(longest, 0);
-  std::copy(text.begin(), text.end(), mine.begin());
-  Tensor all = Tensor::zeros({pg.size() * longest}, DType::uint8);
-  pg.all_gather(all, Tensor::from_vector(mine, {longest}));
-  const std::vector<uint8_t> bytes = all.to_vector<uint8_t>();
-  std::vector<std::string> out;
-  for (int r = 0; r < pg.size(); ++r) out.emplace_back(bytes.begin() + r * longest, bytes.begin() + r * longest + sizes[r]);
-  return out;
-}
 
 }  // namespace
 
@@ -172,7 +152,7 @@ void DDPTrainer::trace_communication(report::TraceRecorder* trace) {
 }
 
 std::vector<report::TraceEvent> DDPTrainer::gather_trace() {
-  const std::vector<std::string> texts = all_gather_text(*pg_, encode(trace_events()));
+  const std::vector<std::string> texts = parallel::all_gather_strings(*pg_, encode(trace_events()));
   std::vector<std::vector<report::TraceEvent>> per_rank{trace_events()};  // rank 0 keeps its args
   for (int r = 1; r < pg_->size(); ++r) per_rank.push_back(decode(texts[r], r));
   return role().rank == 0 ? report::merge(std::move(per_rank)) : std::vector<report::TraceEvent>{};

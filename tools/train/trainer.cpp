@@ -43,17 +43,6 @@ std::map<std::string, std::string> run_identity(const TrainOptions& o) {
   return {{"model", o.model}, {"data", o.data}, {"batch_size", std::to_string(o.batch_size)}};
 }
 
-// "RANK:MS[:PROB]" (checked by the command line) -> (MS, PROB) when RANK is `rank`.
-std::optional<std::pair<double, double>> straggler_for(const std::string& spec, int rank) {
-  if (spec.empty()) return std::nullopt;
-  std::stringstream in(spec);
-  std::string field;
-  std::vector<double> values;
-  while (std::getline(in, field, ':')) values.push_back(std::stod(field));
-  if (static_cast<int>(values[0]) != rank) return std::nullopt;
-  return std::pair{values[1], values.size() > 2 ? values[2] : 1.0};
-}
-
 }  // namespace
 
 // Accumulates the seconds between start() and stop() calls.
@@ -78,7 +67,7 @@ Trainer::Trainer(TrainOptions options, std::shared_ptr<nn::Module> model, const 
       device_(Device::parse(options_.device)),
       out_dir_(options_.out),
       trace_(std::make_unique<report::TraceRecorder>(role.rank)),
-      straggler_(straggler_for(options_.straggler, role.rank)),
+      straggler_(options_.straggler && options_.straggler->rank == role.rank ? options_.straggler : std::nullopt),
       straggler_dice_(options_.seed + 7919 * static_cast<uint64_t>(role.rank + 1)) {
   optimizer_ = make_optimizer(options_, model_->parameters());
 }
@@ -184,9 +173,9 @@ void Trainer::delay_if_straggler() {
   if (!straggler_) return;
   float dice = 0;
   straggler_dice_.fill_uniform(&dice, 1, 0.0, 1.0);
-  if (dice >= straggler_->second) return;
+  if (dice >= straggler_->probability) return;
   report::TraceRecorder::Scope traced(trace(), "straggler delay", "straggler");
-  std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(straggler_->first));
+  std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(straggler_->delay_ms));
 }
 
 EvalResult Trainer::evaluate() { return to_result(combine(evaluate_sums(*model_, *test_loader_, device_))); }

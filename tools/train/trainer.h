@@ -161,7 +161,7 @@ class Trainer {
   std::unique_ptr<data::Sampler> test_sampler_;
   std::unique_ptr<report::TraceRecorder> trace_;
   bool tracing_ = false;
-  std::optional<std::pair<double, double>> straggler_;  // (delay ms, probability) for this rank
+  std::optional<Straggler> straggler_;  // when this rank is the straggler
   Generator straggler_dice_;
 };
 
