@@ -18,27 +18,12 @@ using report::TraceRecorder;
 
 namespace {
 
-constexpr int64_t kMaxMessageChars = 512;  // longest string a rank contributes to an error message
 constexpr double kBytesPerMb = 1024.0 * 1024.0;
 
 int64_t fnv1a(const void* bytes, size_t n, uint64_t hash = 1469598103934665603ULL) {
   const auto* p = static_cast<const unsigned char*>(bytes);
   for (size_t i = 0; i < n; ++i) hash = (hash ^ p[i]) * 1099511628211ULL;
   return static_cast<int64_t>(hash);
-}
-
-// Every rank's `mine`, in rank order (an all-gather of fixed-size character arrays).
-std::vector<std::string> gather_strings(ProcessGroup& pg, const std::string& mine) {
-  std::vector<int32_t> chars(kMaxMessageChars, 0);
-  for (size_t i = 0; i < mine.size() && i + 1 < chars.size(); ++i) chars[i] = static_cast<unsigned char>(mine[i]);
-  Tensor all = Tensor::zeros({pg.size() * kMaxMessageChars}, DType::int32);
-  pg.all_gather(all, Tensor::from_vector(chars, {kMaxMessageChars}));
-  std::vector<int32_t> values = all.to_vector<int32_t>();
-  std::vector<std::string> out(pg.size());
-  for (int r = 0; r < pg.size(); ++r)
-    for (int64_t i = 0; i < kMaxMessageChars && values[r * kMaxMessageChars + i] != 0; ++i)
-      out[r] += static_cast<char>(values[r * kMaxMessageChars + i]);
-  return out;
 }
 
 // Every rank's `mine` (all ranks pass the same length), as one row per rank.
@@ -146,7 +131,7 @@ void DistributedDataParallel::verify_same_structure() {
   for (int64_t i = 0; i < longest; ++i) {
     for (int r = 1; r < pg_->size(); ++r) {
       if (all[r][i] == all[0][i]) continue;
-      auto described = gather_strings(*pg_, i < static_cast<int64_t>(items.size()) ? items[i].joined() : "");
+      auto described = all_gather_strings(*pg_, i < static_cast<int64_t>(items.size()) ? items[i].joined() : "");
       RG_THROW(mismatch_message(split_description(described[0]), 0, split_description(described[r]), r));
     }
   }
@@ -374,7 +359,7 @@ std::string DistributedDataParallel::local_structure_problem() const {
 }
 
 void DistributedDataParallel::check_consistency() {
-  auto problems = gather_strings(*pg_, local_structure_problem());
+  auto problems = all_gather_strings(*pg_, local_structure_problem());
   for (int r = 0; r < pg_->size(); ++r)
     RG_CHECK(problems[r].empty(), "DistributedDataParallel::check_consistency: rank ", r, ": ", problems[r]);
   std::vector<int64_t> hashes;

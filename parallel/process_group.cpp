@@ -4,6 +4,7 @@
 // bytes is the Communicator's business.
 #include "parallel/process_group.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <utility>
@@ -379,6 +380,22 @@ std::shared_ptr<ProcessGroup> init_process_group(const ProcessGroupOptions& opti
            ", nccl",
 #endif
            ")");
+}
+
+// An all-gather of the lengths, then of the texts padded to the longest.
+std::vector<std::string> all_gather_strings(ProcessGroup& pg, const std::string& text) {
+  Tensor lengths = Tensor::zeros({pg.size()}, DType::int64);
+  pg.all_gather(lengths, Tensor::from_vector(std::vector<int64_t>{static_cast<int64_t>(text.size())}, {1}));
+  const std::vector<int64_t> sizes = lengths.to_vector<int64_t>();
+  const int64_t longest = std::max<int64_t>(1, *std::max_element(sizes.begin(), sizes.end()));
+  std::vector<uint8_t> mine(longest, 0);
+  std::copy(text.begin(), text.end(), mine.begin());
+  Tensor all = Tensor::zeros({pg.size() * longest}, DType::uint8);
+  pg.all_gather(all, Tensor::from_vector(mine, {longest}));
+  const std::vector<uint8_t> bytes = all.to_vector<uint8_t>();
+  std::vector<std::string> out;
+  for (int r = 0; r < pg.size(); ++r) out.emplace_back(bytes.begin() + r * longest, bytes.begin() + r * longest + sizes[r]);
+  return out;
 }
 
 }  // namespace rg::parallel

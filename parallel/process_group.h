@@ -10,6 +10,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "report/trace.h"
 #include "tensor/tensor.h"
@@ -163,6 +164,9 @@ class ProcessGroup {
 // unless a group broke; a broken MPI job must end with abort().
 std::shared_ptr<ProcessGroup> init_process_group(const ProcessGroupOptions& options, int argc = 0,
                                                  char** argv = nullptr);
+
+// A collective: every rank's `text`, in rank order (for messages and traces; any length).
+std::vector<std::string> all_gather_strings(ProcessGroup& pg, const std::string& text);
 
 // Runs fn(group) for ranks 0..world_size-1 on world_size threads of this process sharing
 // memory, each with its own 1/world_size share of the CPU thread pool. Returns when all
