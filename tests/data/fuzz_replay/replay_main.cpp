@@ -1,6 +1,7 @@
-// data.fuzz_replay: feeds every file of fuzz/corpus/<target>/ (the seeds, and every input
-// that ever crashed a fuzzer) to the same entry points as the libFuzzer targets, in a g++
-// build with ASan/UBSan, so a fixed crash stays fixed on every ctest.
+// data.fuzz_replay: feeds every file under fuzz/corpus/<target>/ (the seeds, every input
+// that ever crashed a fuzzer, and the coverage corpus in coverage/) to the same entry
+// points as the libFuzzer targets, in a g++ build with ASan/UBSan, so a fixed crash stays
+// fixed on every ctest.
 // Usage: data_fuzz_replay <corpus root>. Exits 1 when a target's folder is missing or empty;
 // a sanitizer report or an escaping exception aborts with a non-zero status.
 #include <cstdio>
@@ -23,10 +24,10 @@ struct Target {
 
 constexpr Target kTargets[] = {{"idx", rg::fuzz::idx}, {"cifar", rg::fuzz::cifar}, {"image", rg::fuzz::image}};
 
-// Number of files replayed from `dir`.
+// Number of files replayed from `dir` and its subfolders.
 int replay(const fs::path& dir, const Target& target) {
   int count = 0;
-  for (const fs::directory_entry& e : fs::directory_iterator(dir)) {
+  for (const fs::directory_entry& e : fs::recursive_directory_iterator(dir)) {
     if (!e.is_regular_file()) continue;
     std::ifstream in(e.path(), std::ios::binary);
     const std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
