@@ -19,7 +19,6 @@
 #include "parallel/process_group.h"
 #include "report/svg.h"
 #include "report/table.h"
-#include "tensor/thread_pool.h"
 #ifdef RINGGRAD_HAVE_MPI
 #include <mpi.h>
 #endif
@@ -83,6 +82,7 @@ Results measure(ProcessGroup& pg, const Config& config, const std::vector<std::s
     std::map<std::string, std::vector<double>> samples;
     for (int rep = 0; rep <= config.reps; ++rep) {  // round 0 warms up
       for (const auto& method : methods) {
+        buffer.fill_(1.0);  // every method starts from the same, freshly written buffer
         pg.barrier();
         auto start = Clock::now();
         if (method == "mpi_raw") {
@@ -96,7 +96,6 @@ Results measure(ProcessGroup& pg, const Config& config, const std::vector<std::s
         double seconds = slowest(pg, std::chrono::duration<double>(Clock::now() - start).count());
         if (rep > 0) samples[method].push_back(seconds);
       }
-      buffer.fill_(1.0);  // keep the values finite
     }
     for (auto& [method, s] : samples) results[bytes][method] = median(s);
   }

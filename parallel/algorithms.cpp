@@ -12,10 +12,6 @@
 namespace rg::parallel {
 
 namespace {
-// Pieces of a pipelined message: large enough that per-message overhead is small, small
-// enough that reducing one piece overlaps with the next one's transfer.
-constexpr int64_t kPieceBytes = 1 << 20;
-
 std::vector<Tensor> split_pieces(const Tensor& t, int64_t piece) {
   std::vector<Tensor> pieces;
   for (int64_t begin = 0; begin < t.numel() || pieces.empty(); begin += piece)
@@ -72,7 +68,7 @@ void PointToPoint::send_to_all(const Tensor& out, const std::vector<int>& to) {
 }
 
 void PointToPoint::send_recv_reduce(const Tensor& out, int to, const Tensor& acc, int from, ReduceOp op) {
-  const int64_t piece = std::max<int64_t>(1, kPieceBytes / static_cast<int64_t>(dtype_size(acc.dtype())));
+  const int64_t piece = std::max<int64_t>(1, kRingPieceBytes / static_cast<int64_t>(dtype_size(acc.dtype())));
   std::vector<Tensor> outgoing = split_pieces(out, piece), incoming = split_pieces(acc, piece);
   // Two landing buffers: piece p+1 arrives in one while piece p is reduced from the other.
   Tensor scratch[2] = {Tensor::empty({std::min(piece, acc.numel())}, acc.dtype(), acc.device()),

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "parallel/algorithms.h"
 #include "parallel/process_group.h"
 #include "tensor/ops.h"
 

@@ -52,6 +52,19 @@ TEST_CASE("parallel.collectives_match_serial_reference", "[parallel]") {
   }
 }
 
+TEST_CASE("parallel.ring_pipelines_chunks_larger_than_a_piece", "[parallel]") {
+  // Each rank's chunk spans two whole pieces and a ragged third, in both dtypes.
+  for (int n : {2, 3})
+    for (DType dtype : {DType::float32, DType::float64}) {
+      const int64_t piece = kRingPieceBytes / static_cast<int64_t>(dtype_size(dtype));
+      const int64_t length = n * (2 * piece + 4099) + 1;
+      INFO("world size " << n << ", " << length << " " << dtype_name(dtype));
+      CHECK(on_world(n, [&](ProcessGroup& pg) {
+              return check_all_reduce(pg, Algorithm::ring, ReduceOp::sum, dtype, length, Device::cpu());
+            }) == "");
+    }
+}
+
 TEST_CASE("parallel.traffic_counters_follow_the_formulas", "[parallel][lab3]") {
   for (int n = 1; n <= 8; ++n) {
     INFO("world size " << n);
