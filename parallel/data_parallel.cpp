@@ -370,6 +370,7 @@ std::vector<Variable> DataParallel::parallel_apply(const std::vector<Variable>& 
     workers_[i]->run([this, &inputs, &outputs, i, grad_enabled] {
       std::optional<NoGradGuard> no_grad;
       if (!grad_enabled) no_grad.emplace();
+      if (before_replica_forward_) before_replica_forward_(i);
       outputs[i] = replicas_[i]->forward(inputs[i]);
     });
   }

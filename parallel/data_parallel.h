@@ -5,6 +5,7 @@
 // and time each phase costs, so device 0's extra load can be measured (claim C12).
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -83,6 +84,11 @@ class DataParallel {
   Variable forward(const Variable& x);
   Variable operator()(const Variable& x) { return forward(x); }
 
+  // Runs hook(i) on replica i's thread before each of its forwards. For fault injection:
+  // the training program's --straggler sleeps there, so one slow device holds up the
+  // gather as a slow GPU would.
+  void set_before_replica_forward(std::function<void(size_t replica)> hook) { before_replica_forward_ = std::move(hook); }
+
   // Bytes and seconds since construction or the last reset_stats().
   DataParallelStats stats() const;
   void reset_stats();
@@ -103,6 +109,7 @@ class DataParallel {
   std::vector<std::unique_ptr<detail::DeviceWorker>> workers_;  // one thread per device
   std::shared_ptr<detail::Recorder> recorder_;  // shared with the graph's backward closures
   std::vector<std::pair<Variable, int>> hooks_;  // the module's parameters and their grad-ready hook ids
+  std::function<void(size_t)> before_replica_forward_;
 };
 
 }  // namespace rg::parallel

@@ -217,6 +217,18 @@ TEST_CASE("train.ddp_straggler_slows_the_step", "[train]") {
   CHECK(std::stod(time[1]) >= 0.4);  // every step waits for rank 1's 100 ms
 }
 
+TEST_CASE("train.dp_straggler_holds_up_the_gather", "[train]") {
+  TempDir dir("dp_straggler");
+  const ToolRun run = run_train(kSynthetic + " --parallel dp --workers 2 --batch-size 32 --max-steps 5" +
+                                " --straggler 1:100 --trace-steps 3 --out " + dir.path.string());
+  INFO(run.output);
+  REQUIRE(run.exit_code == 0);
+  CHECK(read_text(dir.path / "trace.json").find("straggler delay") != std::string::npos);
+  std::smatch apply;  // DataParallel's phase times, per step: device 1's 100 ms land in apply
+  REQUIRE(std::regex_search(run.output, apply, std::regex("apply ([0-9.]+)")));
+  CHECK(std::stod(apply[1]) >= 80.0);
+}
+
 TEST_CASE("train.parallel_flag_errors", "[train]") {
   const std::pair<std::string, std::string> cases[] = {
       {"--parallel pipeline", "--parallel"},
@@ -230,7 +242,7 @@ TEST_CASE("train.parallel_flag_errors", "[train]") {
       {"--corrupt-grad 0:3", "--corrupt-grad"},  // needs several workers
       {"--parallel dp --corrupt-grad 0:3", "--corrupt-grad"},
       {"--parallel ddp --corrupt-grad 0:3:flip", "--corrupt-grad"},
-      {"--parallel dp --straggler 1:10", "--straggler"},
+      {"--parallel dp --workers 2 --straggler 2:10", "--straggler"},
       {"--parallel ddp --max-staleness 1", "--max-staleness"},
       {"--parallel hogwild --backend mpi", "--backend"},
       {"--parallel async-ps --warmup-epochs 1", "--warmup-epochs"},

@@ -215,7 +215,6 @@ void convert_injection(const RawFlags& f, TrainOptions& o) {
     return static_cast<int>(rank);
   };
   if (!f.straggler.empty()) {
-    if (o.parallel == "dp") throw FlagError{"--straggler", "is not available with dp (use ddp)"};
     const auto fields = split_spec("--straggler", f.straggler, 2, 3, "RANK:MS[:PROB]");
     Straggler straggler{.rank = worker_rank("--straggler", fields[0]),
                         .delay_ms = parse_double("--straggler", fields[1])};

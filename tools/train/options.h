@@ -9,7 +9,8 @@
 
 namespace rg::train {
 
-// --straggler RANK:MS[:PROB]: worker RANK sleeps MS ms before a step, with probability PROB.
+// --straggler RANK:MS[:PROB]: worker RANK sleeps MS ms before a step, with probability PROB
+// (with dp, device RANK's replica sleeps before its forward).
 struct Straggler {
   int rank = 0;
   double delay_ms = 0;

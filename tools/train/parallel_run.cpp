@@ -195,11 +195,25 @@ std::vector<Device> data_parallel_devices(const TrainOptions& options) {
   return devices;
 }
 
+TrainOptions without_straggler(TrainOptions options) {
+  options.straggler.reset();
+  return options;
+}
+
 }  // namespace
 
+// --straggler names a device: its replica sleeps inside every forward while the others
+// wait at the gather, so the Trainer (one process, rank 0) must not delay the whole step.
 DPTrainer::DPTrainer(TrainOptions options, std::shared_ptr<nn::Module> model, const DataSplits& data)
-    : Trainer(options, model, data),
-      dp_(std::make_unique<parallel::DataParallel>(model, data_parallel_devices(options))) {}
+    : Trainer(without_straggler(options), model, data),
+      dp_(std::make_unique<parallel::DataParallel>(model, data_parallel_devices(options))) {
+  if (!options.straggler) return;
+  const size_t slow_replica = static_cast<size_t>(options.straggler->rank);
+  auto delay = std::make_shared<StragglerDelay>(*options.straggler, options.seed + 7919 * (slow_replica + 1));
+  dp_->set_before_replica_forward([this, slow_replica, delay](size_t replica) {
+    if (replica == slow_replica) delay->maybe_sleep(trace());
+  });
+}
 
 std::string DPTrainer::traffic_report() const {
   const parallel::DataParallelStats s = dp_->stats();

@@ -67,8 +67,10 @@ Trainer::Trainer(TrainOptions options, std::shared_ptr<nn::Module> model, const 
       device_(Device::parse(options_.device)),
       out_dir_(options_.out),
       trace_(std::make_unique<report::TraceRecorder>(role.rank)),
-      straggler_(options_.straggler && options_.straggler->rank == role.rank ? options_.straggler : std::nullopt),
-      straggler_dice_(options_.seed + 7919 * static_cast<uint64_t>(role.rank + 1)) {
+      straggler_(options_.straggler && options_.straggler->rank == role.rank
+                     ? std::optional<StragglerDelay>(std::in_place, *options_.straggler,
+                                                     options_.seed + 7919 * static_cast<uint64_t>(role.rank + 1))
+                     : std::nullopt) {
   optimizer_ = make_optimizer(options_, model_->parameters());
 }
 
@@ -169,13 +171,16 @@ StepResult Trainer::step(const data::Batch& batch) {
   return result;
 }
 
-void Trainer::delay_if_straggler() {
-  if (!straggler_) return;
+void StragglerDelay::maybe_sleep(report::TraceRecorder* trace) {
   float dice = 0;
-  straggler_dice_.fill_uniform(&dice, 1, 0.0, 1.0);
-  if (dice >= straggler_->probability) return;
-  report::TraceRecorder::Scope traced(trace(), "straggler delay", "straggler");
-  std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(straggler_->delay_ms));
+  dice_.fill_uniform(&dice, 1, 0.0, 1.0);
+  if (dice >= straggler_.probability) return;
+  report::TraceRecorder::Scope traced(trace, "straggler delay", "straggler");
+  std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(straggler_.delay_ms));
+}
+
+void Trainer::delay_if_straggler() {
+  if (straggler_) straggler_->maybe_sleep(trace());
 }
 
 EvalResult Trainer::evaluate() { return to_result(combine(evaluate_sums(*model_, *test_loader_, device_))); }

@@ -64,6 +64,18 @@ struct EvalSums {
   int64_t samples = 0;
 };
 
+// --straggler for one worker: before each of its steps, sleeps delay_ms with the spec's
+// probability (a dice seeded per worker), traced as "straggler delay".
+class StragglerDelay {
+ public:
+  StragglerDelay(Straggler straggler, uint64_t seed) : straggler_(straggler), dice_(seed) {}
+  void maybe_sleep(report::TraceRecorder* trace);
+
+ private:
+  Straggler straggler_;
+  Generator dice_;
+};
+
 class Trainer {
  public:
   // The model must already be on `options.device`; `data` must outlive the trainer.
@@ -161,8 +173,7 @@ class Trainer {
   std::unique_ptr<data::Sampler> test_sampler_;
   std::unique_ptr<report::TraceRecorder> trace_;
   bool tracing_ = false;
-  std::optional<Straggler> straggler_;  // when this rank is the straggler
-  Generator straggler_dice_;
+  std::optional<StragglerDelay> straggler_;  // when this rank is the straggler
 };
 
 // x on `device`, in the dtype of the model's parameters when x is floating.
