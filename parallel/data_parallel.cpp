@@ -13,6 +13,7 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <utility>
 
 #include "autograd/node.h"
 #include "tensor/ops.h"
@@ -250,8 +251,13 @@ void rebind(const Variable& replica_parameter, const Variable& value) {
 // The gather's backward: the gradient (B, ...) on `target`, split into the outputs'
 // `sizes`, each slice sent to its output's device. It is the first DataParallel node a
 // backward reaches, so it starts the backward's clock.
+// A replica's slice of the output gradient, as an injected fault leaves it.
+Tensor apply_fault(const Tensor& slice, GradientFault fault) {
+  return fault == GradientFault::drop ? zeros_like(slice) : slice + 1.0;
+}
+
 BackwardFn slices_back(std::shared_ptr<detail::Recorder> recorder, size_t gradients, Device target,
-                       std::vector<int64_t> sizes, std::vector<Device> sources) {
+                       std::vector<int64_t> sizes, std::vector<Device> sources, std::optional<ReplicaFault> fault) {
   return [=](const Tensor& g, const NeedsGrad& needs) {
     recorder->backward_started(gradients);
     const auto start = Clock::now();
@@ -260,6 +266,7 @@ BackwardFn slices_back(std::shared_ptr<detail::Recorder> recorder, size_t gradie
     for (size_t i = 0; i < sizes.size(); ++i) {
       Tensor slice = g.narrow(0, begin, sizes[i]);
       begin += sizes[i];
+      if (fault && fault->replica == i) slice = apply_fault(slice, fault->kind);
       if (needs[i] && sources[i] != target) {
         slice = slice.to(sources[i]);
         recorder->copied(&DataParallelStats::gather_backward, target, sources[i], slice.nbytes());
@@ -410,7 +417,14 @@ Variable DataParallel::gather(const std::vector<Variable>& outputs) {
     recorder_->copied(&DataParallelStats::gather, out.device(), target, on_target.back().nbytes());
   }
   return make_result("data_parallel_gather", cat(on_target, 0), outputs,
-                     slices_back(recorder_, hooks_.size(), target, std::move(sizes), std::move(sources)));
+                     slices_back(recorder_, hooks_.size(), target, std::move(sizes), std::move(sources),
+                                 std::exchange(pending_fault_, std::nullopt)));
+}
+
+void DataParallel::inject_fault(size_t replica, GradientFault fault) {
+  RG_CHECK(replica < devices_.size(), "DataParallel::inject_fault: replica ", replica, " does not exist with ",
+           devices_.size(), " devices");
+  pending_fault_ = ReplicaFault{replica, fault};
 }
 
 DataParallelStats DataParallel::stats() const { return recorder_->snapshot(); }

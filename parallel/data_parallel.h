@@ -7,9 +7,11 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "nn/module.h"
+#include "parallel/fault.h"
 #include "tensor/device.h"
 
 namespace rg::parallel {
@@ -41,6 +43,12 @@ struct DataParallelStats {
   PhaseStats gather_backward;  // the output's gradient, split and sent back to the replicas
   PhaseStats reduce;           // each replica's parameter gradients to device 0 (and an input's gradient to its device)
   double backward_seconds = 0;  // from the gather's backward until the module's last gradient is final
+};
+
+// A fault waiting for the next forward's backward (DataParallel::inject_fault).
+struct ReplicaFault {
+  size_t replica = 0;
+  GradientFault kind = GradientFault::drop;
 };
 
 namespace detail {
@@ -87,7 +95,15 @@ class DataParallel {
   // Runs hook(i) on replica i's thread before each of its forwards. For fault injection:
   // the training program's --straggler sleeps there, so one slow device holds up the
   // gather as a slow GPU would.
-  void set_before_replica_forward(std::function<void(size_t replica)> hook) { before_replica_forward_ = std::move(hook); }
+  void set_before_replica_forward(std::function<void(size_t replica)> hook) {
+    before_replica_forward_ = std::move(hook);
+  }
+
+  // Applies `fault` to replica `replica`'s share of the next forward's backward, at the
+  // gather: drop zeroes its slice of the output gradient, so its samples add nothing to
+  // the module's gradients; corrupt adds 1 to every element of that slice, so every
+  // gradient it sends back is wrong. One model, so nothing drifts: only the loss shows it.
+  void inject_fault(size_t replica, GradientFault fault);
 
   // Bytes and seconds since construction or the last reset_stats().
   DataParallelStats stats() const;
@@ -110,6 +126,7 @@ class DataParallel {
   std::shared_ptr<detail::Recorder> recorder_;  // shared with the graph's backward closures
   std::vector<std::pair<Variable, int>> hooks_;  // the module's parameters and their grad-ready hook ids
   std::function<void(size_t)> before_replica_forward_;
+  std::optional<ReplicaFault> pending_fault_;
 };
 
 }  // namespace rg::parallel

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "nn/module.h"
+#include "parallel/fault.h"
 #include "parallel/process_group.h"
 #include "report/trace.h"
 
@@ -31,15 +32,6 @@ struct DDPOptions {
   // Records each bucket's launch and the waits for all-reduces as trace events (the
   // all-reduces themselves come from ProcessGroup::set_trace). Must outlive the wrapper.
   report::TraceRecorder* trace = nullptr;
-};
-
-// A fault injected into this rank's next synchronised backward (lecture claim C14: what
-// a silent gradient error does to the replicas, and what catches it).
-enum class GradientFault {
-  drop,     // this rank contributes zeros to every bucket: the average misses its gradient,
-            // but every rank applies the same update, so the replicas stay identical
-  corrupt,  // after the all-reduce, this rank adds 1 to the first bucket's first parameter's
-            // gradient: its replica drifts away, which check_consistency() reports by name
 };
 
 // One bucket: consecutive parameters (in reverse registration order) of one dtype whose
@@ -102,7 +94,11 @@ class DistributedDataParallel {
   // Replaces DDPOptions::trace (null: stop tracing); call between steps.
   void set_trace(report::TraceRecorder* trace) { options_.trace = trace; }
 
-  // Applies `fault` to this rank's next backward that synchronises gradients.
+  // Applies `fault` to this rank's next backward that synchronises gradients:
+  //   drop: this rank contributes zeros to every bucket; the average misses its gradient,
+  //     but every rank applies the same update, so the replicas stay identical.
+  //   corrupt: after the all-reduce, this rank adds 1 to the first bucket's first
+  //     parameter's gradient; its replica drifts away, which check_consistency() reports.
   void inject_fault(GradientFault fault) { pending_fault_ = fault; }
 
   // Called with the bucket index each time a bucket's all-reduce is launched (tracing).

@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <functional>
 
 #include "oracle.h"
 #include "parallel/data_parallel.h"
@@ -41,6 +42,23 @@ double oracle_error(int n, DType dtype, int64_t batch, int steps) {
   DataParallel dp(wrapped, cpus(n));
   train_single(*wrapped, batches, [&](const Tensor& x) { return dp(x); });
   return relative_error(*wrapped, *reference);
+}
+
+// The gradients `loss(model)` leaves in the model's parameters, from zero.
+std::vector<Tensor> gradients_of(nn::Module& model, const std::function<Variable()>& loss) {
+  model.zero_grad();
+  loss().backward();
+  std::vector<Tensor> grads;
+  for (const Variable& p : model.parameters()) grads.push_back(p.grad().clone());
+  return grads;
+}
+
+// The worst |a - (b + scale_c * c)| over matching gradients.
+double gradient_diff(const std::vector<Tensor>& a, const std::vector<Tensor>& b, const std::vector<Tensor>& c,
+                     double scale_c) {
+  double worst = 0;
+  for (size_t i = 0; i < a.size(); ++i) worst = std::max(worst, max_abs_diff(a[i], add(b[i], c[i], scale_c)));
+  return worst;
 }
 
 uint64_t parameter_bytes(const nn::Module& model) {
@@ -180,6 +198,26 @@ TEST_CASE("parallel.dp.buffers_follow_pytorch", "[parallel][dp]") {
   model->eval();
   Tensor want = (*model)(x).data();
   CHECK(max_abs_diff(dp(x).data(), want) < 1e-6);
+}
+
+TEST_CASE("parallel.dp.injected_faults_hit_one_replicas_share_once", "[parallel][dp]") {
+  // Loss = sum of the outputs, so every output gradient is 1 and each half of the batch
+  // contributes its own gradients: dropping replica 1 leaves the first half's, corrupting
+  // it (+1 on its output gradient) counts the second half twice.
+  auto model = make_mlp(DType::float64);
+  const Tensor x = make_batches(1, 4, DType::float64)[0].x;
+  auto alone = clone_of(*model);
+  const auto first = gradients_of(*alone, [&] { return sum((*alone)(Variable(x.narrow(0, 0, 2)))); });
+  const auto second = gradients_of(*alone, [&] { return sum((*alone)(Variable(x.narrow(0, 2, 2)))); });
+  DataParallel dp(model, cpus(2));
+  auto through_dp = [&] { return gradients_of(*model, [&] { return sum(dp(Variable(x))); }); };
+  dp.inject_fault(1, GradientFault::drop);
+  CHECK(gradient_diff(through_dp(), first, second, 0.0) < 1e-12);
+  dp.inject_fault(1, GradientFault::corrupt);
+  CHECK(gradient_diff(through_dp(), first, second, 2.0) < 1e-12);
+  CHECK(gradient_diff(through_dp(), first, second, 1.0) < 1e-12);  // the fault was for one step
+  CHECK_THAT(error_from([&] { dp.inject_fault(2, GradientFault::drop); }),
+             Catch::Contains("DataParallel::inject_fault: replica 2 does not exist with 2 devices"));
 }
 
 TEST_CASE("parallel.dp.bad_input_errors_clearly", "[parallel][dp]") {

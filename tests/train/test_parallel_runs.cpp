@@ -217,6 +217,19 @@ TEST_CASE("train.ddp_straggler_slows_the_step", "[train]") {
   CHECK(std::stod(time[1]) >= 0.4);  // every step waits for rank 1's 100 ms
 }
 
+TEST_CASE("train.dp_injected_faults", "[train]") {
+  TempDir clean("dp_clean"), late("dp_late"), corrupt("dp_corrupt"), drop("dp_drop");
+  const std::string flags = kSynthetic + " --parallel dp --workers 2 --batch-size 32 --max-steps 8";
+  REQUIRE(run_train(flags + " --out " + clean.path.string()).exit_code == 0);
+  // dp is deterministic: a fault after the last step changes nothing, one at step 5 does.
+  REQUIRE(run_train(flags + " --corrupt-grad 1:9 --out " + late.path.string()).exit_code == 0);
+  CHECK(relative_model_difference(late.path, clean.path) == 0.0);
+  REQUIRE(run_train(flags + " --corrupt-grad 1:5 --out " + corrupt.path.string()).exit_code == 0);
+  CHECK(relative_model_difference(corrupt.path, clean.path) > 1e-4);
+  REQUIRE(run_train(flags + " --corrupt-grad 0:5:drop --out " + drop.path.string()).exit_code == 0);
+  CHECK(relative_model_difference(drop.path, clean.path) > 1e-6);
+}
+
 TEST_CASE("train.dp_straggler_holds_up_the_gather", "[train]") {
   TempDir dir("dp_straggler");
   const ToolRun run = run_train(kSynthetic + " --parallel dp --workers 2 --batch-size 32 --max-steps 5" +
@@ -240,7 +253,7 @@ TEST_CASE("train.parallel_flag_errors", "[train]") {
       {"--parallel ddp --workers 2 --straggler 2:10", "--straggler"},
       {"--parallel ddp --straggler 0:10:1.5", "--straggler"},
       {"--corrupt-grad 0:3", "--corrupt-grad"},  // needs several workers
-      {"--parallel dp --corrupt-grad 0:3", "--corrupt-grad"},
+      {"--parallel dp --workers 2 --corrupt-grad 2:3", "--corrupt-grad"},
       {"--parallel ddp --corrupt-grad 0:3:flip", "--corrupt-grad"},
       {"--parallel dp --workers 2 --straggler 2:10", "--straggler"},
       {"--parallel ddp --max-staleness 1", "--max-staleness"},

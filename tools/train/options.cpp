@@ -228,8 +228,8 @@ void convert_injection(const RawFlags& f, TrainOptions& o) {
     o.straggler = straggler;
   }
   if (!f.corrupt_grad.empty()) {
-    if (o.parallel == "none" || o.parallel == "dp") {
-      throw FlagError{"--corrupt-grad", "needs several workers: --parallel ddp, async-ps or hogwild"};
+    if (o.parallel == "none") {
+      throw FlagError{"--corrupt-grad", "needs several workers: --parallel dp, ddp, async-ps or hogwild"};
     }
     const auto fields = split_spec("--corrupt-grad", f.corrupt_grad, 2, 3, "RANK:STEP[:corrupt|drop]");
     InjectedGradientFault fault{.rank = worker_rank("--corrupt-grad", fields[0]),

@@ -202,17 +202,26 @@ TrainOptions without_straggler(TrainOptions options) {
 
 }  // namespace
 
-// --straggler names a device: its replica sleeps inside every forward while the others
-// wait at the gather, so the Trainer (one process, rank 0) must not delay the whole step.
+// --straggler and --corrupt-grad name a device. The straggler's replica sleeps inside
+// every forward while the others wait at the gather, so the Trainer (one process, rank 0)
+// must not delay the whole step.
 DPTrainer::DPTrainer(TrainOptions options, std::shared_ptr<nn::Module> model, const DataSplits& data)
     : Trainer(without_straggler(options), model, data),
-      dp_(std::make_unique<parallel::DataParallel>(model, data_parallel_devices(options))) {
+      dp_(std::make_unique<parallel::DataParallel>(model, data_parallel_devices(options))),
+      fault_(options.corrupt_grad) {
   if (!options.straggler) return;
   const size_t slow_replica = static_cast<size_t>(options.straggler->rank);
   auto delay = std::make_shared<StragglerDelay>(*options.straggler, options.seed + 7919 * (slow_replica + 1));
   dp_->set_before_replica_forward([this, slow_replica, delay](size_t replica) {
     if (replica == slow_replica) delay->maybe_sleep(trace());
   });
+}
+
+StepResult DPTrainer::step(const data::Batch& batch) {
+  if (fault_ && fault_->step == current_step() + 1) {
+    dp_->inject_fault(static_cast<size_t>(fault_->rank), fault_->drop ? GradientFault::drop : GradientFault::corrupt);
+  }
+  return Trainer::step(batch);
 }
 
 std::string DPTrainer::traffic_report() const {

@@ -54,9 +54,11 @@ class DPTrainer : public Trainer {
 
  protected:
   Variable forward(const Tensor& x) override { return dp_->forward(Variable(x)); }
+  StepResult step(const data::Batch& batch) override;
 
  private:
   std::unique_ptr<parallel::DataParallel> dp_;
+  std::optional<InjectedGradientFault> fault_;  // RANK is a device
 };
 
 // A worker of the parameter server (--parallel async-ps): trains on its shard of each
