@@ -100,6 +100,18 @@ TEST_CASE("train.async_ps_injected_faults", "[train]") {
   CHECK(relative_model_difference(drop.path, clean.path) > 1e-6);
 }
 
+TEST_CASE("train.async_ps_trace_shows_pushes_and_pulls", "[train]") {
+  TempDir dir("aps_trace");
+  const ToolRun run = run_train(kSynthetic + " --parallel async-ps --workers 2 --batch-size 32 --max-steps 5" +
+                                " --trace-steps 3 --out " + dir.path.string());
+  INFO(run.output);
+  REQUIRE(run.exit_code == 0);
+  const std::string trace = read_text(dir.path / "trace.json");
+  // Worker 0 (process rank 1) pushes its gradients to the server, rank 0, and pulls the parameters back.
+  CHECK(trace.find("\"send to rank 0\"") != std::string::npos);
+  CHECK(trace.find("\"recv from rank 0\"") != std::string::npos);
+}
+
 TEST_CASE("train.async_ps_and_hogwild_converge", "[train]") {
   for (const char* mode : {"async-ps", "hogwild"}) {
     INFO(mode);

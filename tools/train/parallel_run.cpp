@@ -161,6 +161,7 @@ std::vector<report::TraceEvent> DDPTrainer::gather_trace() {
 AsyncPSWorkerTrainer::AsyncPSWorkerTrainer(TrainOptions options, std::shared_ptr<nn::Module> model,
                                            const DataSplits& data, std::shared_ptr<ProcessGroup> pg)
     : Trainer(options, model, data, {pg->rank() - 1, pg->size() - 1}),
+      pg_(pg),
       worker_(model, pg),
       fault_(fault_for(options.corrupt_grad, pg->rank() - 1)) {}
 

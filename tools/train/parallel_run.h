@@ -76,8 +76,11 @@ class AsyncPSWorkerTrainer : public Trainer {
   void apply_update() override;  // --corrupt-grad, then push
   bool evaluates() const override { return role().rank == 0; }
   std::unique_ptr<data::Sampler> make_sampler(int64_t dataset_size) override;
+  // The pushes and pulls, as "comm" events; this worker's own trace (the server has none).
+  void trace_communication(report::TraceRecorder* trace) override { pg_->set_trace(trace); }
 
  private:
+  std::shared_ptr<parallel::ProcessGroup> pg_;
   parallel::AsyncWorker worker_;
   std::optional<std::pair<int64_t, parallel::GradientFault>> fault_;  // (step, kind) of this worker
 };
