@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "reference.h"
+#include "tensor/blas.h"
 #include "tensor/cpu/cpu_backend.h"
 #include "tensor/cpu/reference.h"
 
@@ -86,6 +87,14 @@ void check_matmul(int64_t batch, int64_t m, int64_t k, int64_t n, DType dtype) {
 }  // namespace
 
 // ---- matmul ----
+
+TEST_CASE("tensor.blas_info_names_openblas_and_its_kernels", "[tensor]") {
+  const BlasInfo info = blas_info();
+  CHECK(info.config.rfind("OpenBLAS ", 0) == 0);
+  REQUIRE_FALSE(info.kernels.empty());
+  CHECK(info.config.find(info.kernels) != std::string::npos);  // the build string names the kernels too
+  if (!info.advice.empty()) CHECK(info.advice.find(info.kernels + " kernels") != std::string::npos);
+}
 
 TEST_CASE("tensor.matmul_reference_by_hand", "[tensor]") {
   Tensor a = Tensor::from_vector(std::vector<int64_t>{1, 2, 3, 4}, {1, 2, 2});

@@ -5,6 +5,7 @@
 #include <iostream>
 #include <regex>
 
+#include "tensor/blas.h"
 #include "tensor/cuda.h"
 #include "tensor/thread_pool.h"
 #include "tools/train/datasets.h"
@@ -77,6 +78,8 @@ int run_training(const TrainOptions& options, int argc, char** argv) {
                 << " backend, " << options.allreduce << " all-reduce)\n";
     }
     std::cout << "batch: " << describe_batch_and_lr(options) << std::endl;
+    if (const BlasInfo blas = blas_info(); device.is_cpu() && !blas.advice.empty())
+      std::cout << "note: " << blas.advice << std::endl;
   }
   try {
     const RunSummary summary = train(options, data, model, argc, argv, is_main);

@@ -15,6 +15,7 @@
 #include "autograd/functions.h"
 #include "nn/checkpoint.h"
 #include "report/progress.h"
+#include "tensor/blas.h"
 #include "tensor/thread_pool.h"
 #include "tools/train/charts.h"
 
@@ -246,6 +247,7 @@ void Trainer::write_config() const {
                                          {"device", options_.device},
                                          {"dtype", options_.dtype},
                                          {"threads", get_num_threads()},
+                                         {"blas_kernels", blas_info().kernels},
                                          {"seed", static_cast<int64_t>(options_.seed)},
                                          {"eval_every", options_.eval_every},
                                          {"max_steps", options_.max_steps},
