@@ -23,7 +23,11 @@ struct CommThread::State {
   explicit State(double timeout) : timeout_s(timeout) {}
   const double timeout_s;
   mutable std::mutex mutex;
-  std::condition_variable changed;  // queue, item state or stop
+  // Two wake-ups, so that finishing an op (on the caller's thread, for a blocking call)
+  // does not also wake the idle communication thread: that cost two context switches per
+  // op, a 9 us round trip on 2 cores, more than a small message takes.
+  std::condition_variable queued;    // for the thread: an op was queued, or stop
+  std::condition_variable finished;  // for the callers: an op finished or failed
   std::deque<std::shared_ptr<WorkItem>> queue;
   bool stopping = false;
   std::string broken;  // the first error, once the group is broken
@@ -51,7 +55,7 @@ class WorkItem : public Work {
       // Queued ops wait for the running one, which has its own deadline.
       auto running = started_ ? started_ : s.running_since;
       auto limit = running ? s.overdue_at(*running) : Clock::now() + std::chrono::seconds(1);
-      if (s.changed.wait_until(lock, limit) == std::cv_status::no_timeout || done_) continue;
+      if (s.finished.wait_until(lock, limit) == std::cv_status::no_timeout || done_) continue;
       if (!started_ && !s.broken.empty()) throw Error(description_ + ": the process group is broken: " + s.broken);
       if (running && Clock::now() >= s.overdue_at(*running)) {
         std::string why = description_ + ": the communication thread has been stuck in one op for more than " +
@@ -92,7 +96,7 @@ class WorkItem : public Work {
     error_ = error;
     done_ = true;
     state_->running_since.reset();
-    state_->changed.notify_all();
+    state_->finished.notify_all();
   }
 
  private:
@@ -113,7 +117,7 @@ CommThread::~CommThread() {
     std::lock_guard lock(state_->mutex);
     state_->stopping = true;
   }
-  state_->changed.notify_all();
+  state_->queued.notify_all();
   thread_.join();
 }
 
@@ -126,7 +130,7 @@ std::shared_ptr<Work> CommThread::submit(std::string description, std::function<
     bool run_here = caller_waits && state_->queue.empty() && !state_->running_since;
     if (!run_here) {
       state_->queue.push_back(item);
-      state_->changed.notify_all();
+      state_->queued.notify_all();
       return item;
     }
     state_->running_since = Clock::now();  // keeps the thread from starting anything meanwhile
@@ -152,7 +156,7 @@ void CommThread::loop() {
     std::shared_ptr<WorkItem> item;
     {
       std::unique_lock lock(state_->mutex);
-      state_->changed.wait(lock, [&] { return state_->stopping || !state_->queue.empty(); });
+      state_->queued.wait(lock, [&] { return state_->stopping || !state_->queue.empty(); });
       if (state_->queue.empty()) return;
       item = std::move(state_->queue.front());
       state_->queue.pop_front();

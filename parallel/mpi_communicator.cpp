@@ -14,9 +14,12 @@
 namespace rg::parallel {
 
 namespace {
-// Polling with yields keeps latency low for waits as long as a large message takes (as
-// MPI's own blocking calls spin); after that, short sleeps keep a rank that waits for a
-// late or dead peer from starving the others on a small machine.
+// A wait polls MPI in three stages. First a pure spin, as MPI's own blocking calls do: a
+// small message arrives within microseconds, and a yield is a system call that costs
+// about as much (more in a VM). Then polling with yields, for waits as long as a large
+// message takes, letting another thread on the core run. After that, short sleeps keep a
+// rank that waits for a late or dead peer from starving the others on a small machine.
+constexpr auto kBusySpinFor = std::chrono::microseconds(20);
 constexpr auto kSpinFor = std::chrono::milliseconds(5);
 constexpr auto kSleepFor = std::chrono::microseconds(20);
 
@@ -95,7 +98,8 @@ void check_mpi(int rc, const char* call, int rank) {
 
 std::vector<MPI_Status> wait_mpi(std::vector<MPI_Request>& requests, const std::vector<int>& peers,
                                  const OpContext& ctx, const char* call) {
-  auto spin_until = Clock::now() + kSpinFor;
+  const auto start = Clock::now();
+  const auto busy_until = start + kBusySpinFor, spin_until = start + kSpinFor;
   std::vector<MPI_Status> statuses(requests.size());
   while (true) {
     int done = 0;
@@ -120,7 +124,7 @@ std::vector<MPI_Status> wait_mpi(std::vector<MPI_Request>& requests, const std::
     }
     if (now > spin_until)
       std::this_thread::sleep_for(kSleepFor);
-    else
+    else if (now > busy_until)
       std::this_thread::yield();
   }
 }
