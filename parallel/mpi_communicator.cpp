@@ -5,6 +5,7 @@
 // requests may still be pending and finalising would hang: the program calls abort()).
 #include "parallel/mpi_communicator.h"
 
+#include <algorithm>
 #include <climits>
 #include <cstdlib>
 #include <thread>
@@ -22,6 +23,18 @@ namespace {
 constexpr auto kBusySpinFor = std::chrono::microseconds(20);
 constexpr auto kSpinFor = std::chrono::milliseconds(5);
 constexpr auto kSleepFor = std::chrono::microseconds(20);
+
+// The pure spin needs a core per rank: with more local ranks than cores (mpirun
+// --oversubscribe) the peer a rank waits for may need the very core it spins on, so the
+// wait yields from the start (as OpenMPI does when it sees oversubscription).
+std::chrono::microseconds busy_spin_for() {
+  static const std::chrono::microseconds spin = [] {
+    const char* local = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+    const unsigned ranks = local ? static_cast<unsigned>(std::max(1, std::atoi(local))) : 1;
+    return ranks <= std::max(1u, std::thread::hardware_concurrency()) ? kBusySpinFor : std::chrono::microseconds(0);
+  }();
+  return spin;
+}
 
 MPI_Datatype mpi_type(DType dtype) {
   switch (dtype) {
@@ -99,7 +112,7 @@ void check_mpi(int rc, const char* call, int rank) {
 std::vector<MPI_Status> wait_mpi(std::vector<MPI_Request>& requests, const std::vector<int>& peers,
                                  const OpContext& ctx, const char* call) {
   const auto start = Clock::now();
-  const auto busy_until = start + kBusySpinFor, spin_until = start + kSpinFor;
+  const auto busy_until = start + busy_spin_for(), spin_until = start + kSpinFor;
   std::vector<MPI_Status> statuses(requests.size());
   while (true) {
     int done = 0;
