@@ -248,14 +248,14 @@ void rebind(const Variable& replica_parameter, const Variable& value) {
   impl.grad_fn = value.grad_fn();
 }
 
-// The gather's backward: the gradient (B, ...) on `target`, split into the outputs'
-// `sizes`, each slice sent to its output's device. It is the first DataParallel node a
-// backward reaches, so it starts the backward's clock.
 // A replica's slice of the output gradient, as an injected fault leaves it.
 Tensor apply_fault(const Tensor& slice, GradientFault fault) {
   return fault == GradientFault::drop ? zeros_like(slice) : slice + 1.0;
 }
 
+// The gather's backward: the gradient (B, ...) on `target`, split into the outputs'
+// `sizes`, each slice sent to its output's device (after `fault`, if one is pending). It
+// is the first DataParallel node a backward reaches, so it starts the backward's clock.
 BackwardFn slices_back(std::shared_ptr<detail::Recorder> recorder, size_t gradients, Device target,
                        std::vector<int64_t> sizes, std::vector<Device> sources, std::optional<ReplicaFault> fault) {
   return [=](const Tensor& g, const NeedsGrad& needs) {

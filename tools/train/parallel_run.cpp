@@ -212,7 +212,7 @@ DPTrainer::DPTrainer(TrainOptions options, std::shared_ptr<nn::Module> model, co
       fault_(options.corrupt_grad) {
   if (!options.straggler) return;
   const size_t slow_replica = static_cast<size_t>(options.straggler->rank);
-  auto delay = std::make_shared<StragglerDelay>(*options.straggler, options.seed + 7919 * (slow_replica + 1));
+  auto delay = std::make_shared<StragglerDelay>(*options.straggler, options.seed);
   dp_->set_before_replica_forward([this, slow_replica, delay](size_t replica) {
     if (replica == slow_replica) delay->maybe_sleep(trace());
   });

@@ -69,8 +69,7 @@ Trainer::Trainer(TrainOptions options, std::shared_ptr<nn::Module> model, const 
       out_dir_(options_.out),
       trace_(std::make_unique<report::TraceRecorder>(role.rank)),
       straggler_(options_.straggler && options_.straggler->rank == role.rank
-                     ? std::optional<StragglerDelay>(std::in_place, *options_.straggler,
-                                                     options_.seed + 7919 * static_cast<uint64_t>(role.rank + 1))
+                     ? std::optional<StragglerDelay>(std::in_place, *options_.straggler, options_.seed)
                      : std::nullopt) {
   optimizer_ = make_optimizer(options_, model_->parameters());
 }

@@ -65,10 +65,11 @@ struct EvalSums {
 };
 
 // --straggler for one worker: before each of its steps, sleeps delay_ms with the spec's
-// probability (a dice seeded per worker), traced as "straggler delay".
+// probability (a dice seeded from the run's seed and the worker), traced as "straggler delay".
 class StragglerDelay {
  public:
-  StragglerDelay(Straggler straggler, uint64_t seed) : straggler_(straggler), dice_(seed) {}
+  StragglerDelay(Straggler straggler, uint64_t run_seed)
+      : straggler_(straggler), dice_(run_seed + 7919 * static_cast<uint64_t>(straggler.rank + 1)) {}
   void maybe_sleep(report::TraceRecorder* trace);
 
  private:
