@@ -1,6 +1,8 @@
 // Helpers for the ringgrad-train tests: run the real binary in a shell (stdout and stderr
-// together, plain progress lines), and a fresh temporary folder per test case.
+// together, plain progress lines), the checks every refused flag shares, and a fresh
+// temporary folder per test case.
 #pragma once
+#include <catch2/catch.hpp>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -29,6 +31,17 @@ inline ToolRun run_train(const std::string& args, const std::string& env = "") {
   for (size_t n; (n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0;) run.output.append(buffer, n);
   const int status = ::pclose(pipe);
   run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return run;
+}
+
+// Runs ringgrad-train with flags it must refuse, and checks what every refusal shares:
+// exit code 2 and a one-line message starting "error: ". The caller checks the flag named.
+inline ToolRun run_with_bad_flag(const std::string& args) {
+  const ToolRun run = run_train(args);
+  INFO(run.output);
+  CHECK(run.exit_code == 2);
+  CHECK(run.output.starts_with("error: "));
+  CHECK(run.output.find('\n') == run.output.size() - 1);  // one line
   return run;
 }
 
