@@ -224,22 +224,35 @@ TEST_CASE("tensor.im2col_col2im_adjoint", "[tensor]") {
 
 // ---- pooling ----
 
+namespace {
+
+// A max-pool kernel's (the optimised one's or the reference's) output and indices for x.
+struct Pooled {
+  Tensor out, indices;
+};
+template <class Kernel>
+Pooled run_max_pool(Kernel kernel, const Tensor& x, const Conv2dGeometry& g) {
+  const Shape shape = pooled_shape(x.shape(), g);
+  Pooled pooled{Tensor::empty(shape, x.dtype()), Tensor::empty(shape, DType::int64)};
+  kernel(x, pooled.out, pooled.indices, g);
+  return pooled;
+}
+
+}  // namespace
+
 TEST_CASE("tensor.max_pool2d_matches_reference", "[tensor]") {
   for_each_case([](DType dtype, const Shape& shape, const Conv2dGeometry& g) {
     if (2 * g.pad_h > g.kernel_h || 2 * g.pad_w > g.kernel_w) return;  // every window must see the input
     Tensor x = random_tensor(shape, 4, dtype);
-    Shape out_shape = pooled_shape(shape, g);
-    Tensor expected = Tensor::empty(out_shape, dtype), expected_indices = Tensor::empty(out_shape, DType::int64);
-    cpu::max_pool2d_reference(x, expected, expected_indices, g);
+    const Pooled expected = run_max_pool(cpu::max_pool2d_reference, x, g);
     with_1_and_2_threads([&] {
-      Tensor out = Tensor::empty(out_shape, dtype), out_indices = Tensor::empty(out_shape, DType::int64);
-      cpu::max_pool2d(x, out, out_indices, g);
-      REQUIRE(values(out) == values(expected));
-      REQUIRE(values(out_indices) == values(expected_indices));
+      const Pooled got = run_max_pool(cpu::max_pool2d, x, g);
+      REQUIRE(values(got.out) == values(expected.out));
+      REQUIRE(values(got.indices) == values(expected.indices));
       auto [public_out, public_indices] =
           max_pool2d(x, {g.kernel_h, g.kernel_w, g.stride_h, g.stride_w, g.pad_h, g.pad_w});
-      REQUIRE(values(public_out) == values(expected));
-      REQUIRE(values(public_indices) == values(expected_indices));
+      REQUIRE(values(public_out) == values(expected.out));
+      REQUIRE(values(public_indices) == values(expected.indices));
     });
   });
 }
@@ -255,14 +268,13 @@ TEST_CASE("tensor.max_pool2d_ties_nan_and_padding", "[tensor]") {
                                {1, 1, 4, 4}, DType::float64);
   Conv2dGeometry g{2, 2, 2, 2, 1, 1};
   for (auto kernel : {cpu::max_pool2d, cpu::max_pool2d_reference}) {
-    Tensor out = Tensor::empty({1, 1, 3, 3}, DType::float64), indices = Tensor::empty({1, 1, 3, 3}, DType::int64);
-    kernel(x, out, indices, g);
-    Values v = values(out);
+    const Pooled pooled = run_max_pool(kernel, x, g);  // (1, 1, 3, 3)
+    Values v = values(pooled.out);
     REQUIRE(std::isnan(v[3]));  // a NaN beats everything
     v[3] = 0;
     // -5, not the zero padding; ties go to the first cell; an all -inf window picks its first.
     REQUIRE(v == Values{-5, -5, -5, 0, 3, -inf, 0, 0, 0});
-    REQUIRE(values(indices) == Values{0, 1, 3, 8, 5, 7, 12, 13, 15});
+    REQUIRE(values(pooled.indices) == Values{0, 1, 3, 8, 5, 7, 12, 13, 15});
   }
 }
 
@@ -280,14 +292,11 @@ TEST_CASE("tensor.max_pool2d_2x2_fast_path_ties_nan_odd_sizes", "[tensor]") {
       Values v(ref::count(shape));
       for (double& e : v) e = pool[rng() % pool.size()];
       Tensor x = ref::from_doubles(v, shape, dtype);
-      Shape out_shape = pooled_shape(shape, g);
-      Tensor expected = Tensor::empty(out_shape, dtype), expected_indices = Tensor::empty(out_shape, DType::int64);
-      cpu::max_pool2d_reference(x, expected, expected_indices, g);
+      const Pooled expected = run_max_pool(cpu::max_pool2d_reference, x, g);
       with_1_and_2_threads([&] {
-        Tensor out = Tensor::empty(out_shape, dtype), indices = Tensor::empty(out_shape, DType::int64);
-        cpu::max_pool2d(x, out, indices, g);
-        ref::require_close(out, out_shape, values(expected), 0, 0);  // NaN must meet NaN
-        REQUIRE(values(indices) == values(expected_indices));
+        const Pooled got = run_max_pool(cpu::max_pool2d, x, g);
+        ref::require_close(got.out, pooled_shape(shape, g), values(expected.out), 0, 0);  // NaN must meet NaN
+        REQUIRE(values(got.indices) == values(expected.indices));
       });
     }
 }
