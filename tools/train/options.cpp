@@ -236,7 +236,7 @@ void convert_injection(const RawFlags& f, TrainOptions& o) {
                                 .step = parse_int("--corrupt-grad", fields[1], 1)};
     if (fields.size() == 3) {
       check_member("--corrupt-grad", fields[2], {"corrupt", "drop"});
-      fault.drop = fields[2] == "drop";
+      fault.kind = fields[2] == "drop" ? parallel::GradientFault::drop : parallel::GradientFault::corrupt;
     }
     o.corrupt_grad = fault;
   }

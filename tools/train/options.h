@@ -7,6 +7,8 @@
 #include <optional>
 #include <string>
 
+#include "parallel/fault.h"
+
 namespace rg::train {
 
 // --straggler RANK:MS[:PROB]: worker RANK sleeps MS ms before a step, with probability PROB
@@ -22,7 +24,7 @@ struct Straggler {
 struct InjectedGradientFault {
   int rank = 0;
   int64_t step = 1;
-  bool drop = false;  // else corrupt
+  parallel::GradientFault kind = parallel::GradientFault::corrupt;
 };
 
 struct TrainOptions {

@@ -36,11 +36,9 @@ class ShardSampler : public data::Sampler {
   int64_t begin_, end_;
 };
 
-// The step and kind of --corrupt-grad when it names `rank`.
-std::optional<std::pair<int64_t, GradientFault>> fault_for(const std::optional<InjectedGradientFault>& fault,
-                                                           int rank) {
-  if (!fault || fault->rank != rank) return std::nullopt;
-  return std::pair{fault->step, fault->drop ? GradientFault::drop : GradientFault::corrupt};
+// --corrupt-grad when it names `rank`.
+std::optional<InjectedGradientFault> fault_for(const std::optional<InjectedGradientFault>& fault, int rank) {
+  return fault && fault->rank == rank ? fault : std::nullopt;
 }
 
 // This worker's share of each epoch: positions rank, rank + workers, ... of the shuffled order.
@@ -53,11 +51,10 @@ std::unique_ptr<data::Sampler> worker_shard(int64_t dataset_size, const Role& ro
 // An asynchronous worker's fault (--corrupt-grad) at step `step`, applied to its own
 // gradients before they leave: corrupt adds 1 to the last-registered parameter's gradient
 // (as DDP's fault does), drop zeroes them all.
-void damage_gradients(const std::optional<std::pair<int64_t, GradientFault>>& fault, int64_t step,
-                      nn::Module& model) {
-  if (!fault || fault->first != step) return;
+void damage_gradients(const std::optional<InjectedGradientFault>& fault, int64_t step, nn::Module& model) {
+  if (!fault || fault->step != step) return;
   std::vector<Variable> parameters = model.parameters();
-  if (fault->second == GradientFault::corrupt) {
+  if (fault->kind == GradientFault::corrupt) {
     parameters.back().grad().add_(1.0);
     return;
   }
@@ -117,7 +114,7 @@ std::shared_ptr<void> DDPTrainer::defer_sync() {
 
 // The metrics of a step are the global batch's: the ranks' sums, all-reduced.
 StepResult DDPTrainer::step(const data::Batch& batch) {
-  if (fault_ && fault_->first == current_step() + 1) ddp_->inject_fault(fault_->second);
+  if (fault_ && fault_->step == current_step() + 1) ddp_->inject_fault(fault_->kind);
   const StepResult mine = Trainer::step(batch);
   Tensor sums = Tensor::from_vector(std::vector<double>{mine.loss * static_cast<double>(mine.samples),
                                                         static_cast<double>(mine.correct),
@@ -220,7 +217,7 @@ DPTrainer::DPTrainer(TrainOptions options, std::shared_ptr<nn::Module> model, co
 
 StepResult DPTrainer::step(const data::Batch& batch) {
   if (fault_ && fault_->step == current_step() + 1) {
-    dp_->inject_fault(static_cast<size_t>(fault_->rank), fault_->drop ? GradientFault::drop : GradientFault::corrupt);
+    dp_->inject_fault(static_cast<size_t>(fault_->rank), fault_->kind);  // RANK is a device
   }
   return Trainer::step(batch);
 }

@@ -39,7 +39,7 @@ class DDPTrainer : public Trainer {
  private:
   std::shared_ptr<parallel::ProcessGroup> pg_;
   std::unique_ptr<parallel::DistributedDataParallel> ddp_;
-  std::optional<std::pair<int64_t, parallel::GradientFault>> fault_;  // (step, kind) on this rank
+  std::optional<InjectedGradientFault> fault_;  // when --corrupt-grad names this rank
 };
 
 // DataParallel in one process: each step's global batch (--batch-size) is split over the
@@ -82,7 +82,7 @@ class AsyncPSWorkerTrainer : public Trainer {
  private:
   std::shared_ptr<parallel::ProcessGroup> pg_;
   parallel::AsyncWorker worker_;
-  std::optional<std::pair<int64_t, parallel::GradientFault>> fault_;  // (step, kind) of this worker
+  std::optional<InjectedGradientFault> fault_;  // when --corrupt-grad names this worker
 };
 
 // A Hogwild thread (--parallel hogwild): its replica shares the parameters' data with
@@ -97,7 +97,7 @@ class HogwildTrainer : public Trainer {
   std::unique_ptr<data::Sampler> make_sampler(int64_t dataset_size) override;
 
  private:
-  std::optional<std::pair<int64_t, parallel::GradientFault>> fault_;  // (step, kind) of this thread
+  std::optional<InjectedGradientFault> fault_;  // when --corrupt-grad names this thread
 };
 
 // Trains `model` (built from the seed on the main thread) with options.parallel ddp,
