@@ -84,6 +84,14 @@ class Backend {
   // cols (N, C*kh*kw, OH*OW), row index c*kh*kw + i*kw + j, as PyTorch's unfold.
   virtual void im2col(const Tensor& x, const Tensor& cols, const Conv2dGeometry& g) = 0;
   virtual void col2im(const Tensor& cols, const Tensor& x, const Conv2dGeometry& g) = 0;  // x = sum of patches
+  // y = conv(x, w) + bias: w (O, C, kh, kw), bias (O) or undefined, y (N, O, OH, OW); all
+  // contiguous. The default is im2col + matmul on the whole batch; a backend overrides it
+  // with a version that needs less memory traffic.
+  virtual void conv2d(const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& y, const Conv2dGeometry& g);
+  // The gradients of conv2d from grad_y (like y): each of grad_x (like x), grad_w (like w)
+  // and grad_bias (O) that is defined is overwritten. Same default and contiguity as conv2d.
+  virtual void conv2d_backward(const Tensor& x, const Tensor& w, const Tensor& grad_y, const Tensor& grad_x,
+                               const Tensor& grad_w, const Tensor& grad_bias, const Conv2dGeometry& g);
   // out (N, C, OH, OW); indices int64, the argmax's flat position h*W + w in its input plane.
   virtual void max_pool2d(const Tensor& x, const Tensor& out, const Tensor& indices, const Conv2dGeometry& g) = 0;
   // Average over the window, padding counted (PyTorch's count_include_pad=true).

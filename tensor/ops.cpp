@@ -365,6 +365,44 @@ Tensor col2im(const Tensor& cols, const Shape& x_shape, const Conv2dGeometry& g)
   return x;
 }
 
+static Shape conv2d_output_shape(const char* op, const Tensor& x, const Tensor& w, const Tensor& bias,
+                                 const Conv2dGeometry& g) {
+  check_image_batch(op, x);
+  check_same_device(op, x, w);
+  RG_CHECK(w.dim() == 4 && w.size(1) == x.size(1) && w.dtype() == x.dtype(), op, ": input ", shape_str(x.shape()), " ",
+           dtype_name(x.dtype()), " (N, C, H, W) does not match weight ", shape_str(w.shape()), " ",
+           dtype_name(w.dtype()), " (O, C, kh, kw)");
+  RG_CHECK(w.size(2) == g.kernel_h && w.size(3) == g.kernel_w, op, ": weight ", shape_str(w.shape()),
+           " does not match the kernel size ", g.kernel_h, "x", g.kernel_w);
+  RG_CHECK(!bias.defined() || (bias.shape() == Shape{w.size(0)} && bias.dtype() == x.dtype() &&
+                               bias.device() == x.device()),
+           op, ": bias ", bias.defined() ? shape_str(bias.shape()) : "", " must be (", w.size(0), ") like the weight");
+  auto [oh, ow] = output_size(op, x.shape(), g);
+  return {x.size(0), w.size(0), oh, ow};
+}
+
+Tensor conv2d(const Tensor& x, const Tensor& w, const Tensor& bias, const Conv2dGeometry& g) {
+  Shape shape = conv2d_output_shape("conv2d", x, w, bias, g);
+  Tensor y = Tensor::empty(shape, x.dtype(), x.device());
+  backend_of(x).conv2d(x.contiguous(), w.contiguous(), bias.defined() ? bias.contiguous() : bias, y, g);
+  return y;
+}
+
+Conv2dGrads conv2d_backward(const Tensor& x, const Tensor& w, const Tensor& grad_y, bool want_x, bool want_weight,
+                            bool want_bias, const Conv2dGeometry& g) {
+  Shape shape = conv2d_output_shape("conv2d_backward", x, w, Tensor(), g);
+  check_same_device("conv2d_backward", x, grad_y);
+  RG_CHECK(grad_y.shape() == shape && grad_y.dtype() == x.dtype(), "conv2d_backward: gradient ",
+           shape_str(grad_y.shape()), " does not match the output ", shape_str(shape));
+  auto maybe_empty = [&](bool wanted, const Shape& s) { return wanted ? Tensor::empty(s, x.dtype(), x.device()) : Tensor(); };
+  Conv2dGrads grads{maybe_empty(want_x, x.shape()), maybe_empty(want_weight, w.shape()),
+                    maybe_empty(want_bias, {w.size(0)})};
+  if (want_x || want_weight || want_bias)
+    backend_of(x).conv2d_backward(x.contiguous(), w.contiguous(), grad_y.contiguous(), grads.x, grads.weight,
+                                  grads.bias, g);
+  return grads;
+}
+
 std::pair<Tensor, Tensor> max_pool2d(const Tensor& x, const Pool2dOptions& options) {
   check_image_batch("max_pool2d", x);
   Conv2dGeometry g = pool_geometry(options);

@@ -105,6 +105,13 @@ struct Pool2dOptions {
 };
 Tensor im2col(const Tensor& x, const Conv2dGeometry& g);  // (N, C*kh*kw, OH*OW)
 Tensor col2im(const Tensor& cols, const Shape& x_shape, const Conv2dGeometry& g);
+// y = conv(x, w) + bias: w (O, C, kh, kw), bias (O) or undefined; y (N, O, OH, OW).
+Tensor conv2d(const Tensor& x, const Tensor& w, const Tensor& bias, const Conv2dGeometry& g);
+struct Conv2dGrads {
+  Tensor x, weight, bias;  // each undefined unless asked for
+};
+Conv2dGrads conv2d_backward(const Tensor& x, const Tensor& w, const Tensor& grad_y, bool want_x, bool want_weight,
+                            bool want_bias, const Conv2dGeometry& g);
 // Returns (values, indices); indices are what max_pool2d_backward needs.
 std::pair<Tensor, Tensor> max_pool2d(const Tensor& x, const Pool2dOptions& options);
 Tensor max_pool2d_backward(const Tensor& grad_out, const Tensor& indices, const Shape& x_shape);

@@ -70,22 +70,13 @@ Variable conv2d(const Variable& x, const Variable& weight, const Variable& bias,
   RG_CHECK(in.dim() == 4 && w.dim() == 4 && in.size(1) == w.size(1), "conv2d: input ", shape_str(in.shape()),
            " (N, C, H, W) does not match weight ", shape_str(w.shape()), " (O, C, kh, kw)");
   Conv2dGeometry geo{w.size(2), w.size(3), options.stride, options.stride, options.padding, options.padding};
-  int64_t n = in.size(0), o = w.size(0);
-  Tensor cols = im2col(in, geo);        // (N, C*kh*kw, L), L = OH*OW
-  Tensor w2 = w.reshape({o, -1});       // (O, C*kh*kw)
-  Tensor out = rg::matmul(w2, cols);    // (N, O, L)
-  if (bias.defined()) out.add_(bias.data().view({o, 1}));
-  int64_t oh = geo.out_size(in.size(2), geo.kernel_h, geo.stride_h, geo.pad_h);
-  int64_t ow = geo.out_size(in.size(3), geo.kernel_w, geo.stride_w, geo.pad_w);
-  return make_result("conv2d", out.view({n, o, oh, ow}), {x, weight, bias},
-                     [cols, w2, geo, in_shape = in.shape(), w_shape = w.shape()](const Tensor& g4, const NeedsGrad& needs) {
-                       Tensor g = g4.reshape({g4.size(0), g4.size(1), -1});  // (N, O, L)
-                       Gradients grads(3);
-                       if (needs[0]) grads[0] = col2im(rg::matmul(w2.t(), g), in_shape, geo);       // W^T g
-                       if (needs[1]) grads[1] = rg::sum(rg::matmul(g, cols.transpose(1, 2)), {0}).view(w_shape);
-                       if (needs[2]) grads[2] = rg::sum(g, {0, 2});
-                       return grads;
-                     });
+  // im2col + GEMM in the backend (tensor/cpu/conv2d.cpp says how the CPU does it); the
+  // backward pass needs only x and W: dx = col2im(W^T g), dW = g cols(x)^T, db = sum g.
+  Tensor out = rg::conv2d(in, w, bias.defined() ? bias.data() : Tensor(), geo);
+  return make_result("conv2d", out, {x, weight, bias}, [in, w, geo](const Tensor& g, const NeedsGrad& needs) {
+    Conv2dGrads grads = rg::conv2d_backward(in, w, g, needs[0], needs[1], needs[2], geo);
+    return Gradients{grads.x, grads.weight, grads.bias};
+  });
 }
 
 Variable max_pool2d(const Variable& x, const Pool2dOptions& options) {

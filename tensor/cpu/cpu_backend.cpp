@@ -58,6 +58,13 @@ class CpuBackend final : public Backend {
   void matmul(const Tensor& a, const Tensor& b, const Tensor& out) override { cpu::matmul(a, b, out); }
   void im2col(const Tensor& x, const Tensor& cols, const Conv2dGeometry& g) override { cpu::im2col(x, cols, g); }
   void col2im(const Tensor& cols, const Tensor& x, const Conv2dGeometry& g) override { cpu::col2im(cols, x, g); }
+  void conv2d(const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& y, const Conv2dGeometry& g) override {
+    cpu::conv2d(x, w, bias, y, g);
+  }
+  void conv2d_backward(const Tensor& x, const Tensor& w, const Tensor& grad_y, const Tensor& grad_x,
+                       const Tensor& grad_w, const Tensor& grad_bias, const Conv2dGeometry& g) override {
+    cpu::conv2d_backward(x, w, grad_y, grad_x, grad_w, grad_bias, g);
+  }
   void max_pool2d(const Tensor& x, const Tensor& out, const Tensor& indices, const Conv2dGeometry& g) override {
     cpu::max_pool2d(x, out, indices, g);
   }

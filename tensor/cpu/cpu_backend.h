@@ -25,9 +25,13 @@ void reduce(ReduceOp op, const Tensor& src, const Tensor& dst);
 void softmax(const Tensor& src, const Tensor& dst, int64_t dim, bool log);
 // linalg.cpp
 void matmul(const Tensor& a, const Tensor& b, const Tensor& out);
-// conv_pool.cpp
+// conv2d.cpp
 void im2col(const Tensor& x, const Tensor& cols, const Conv2dGeometry& g);
 void col2im(const Tensor& cols, const Tensor& x, const Conv2dGeometry& g);
+void conv2d(const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& y, const Conv2dGeometry& g);
+void conv2d_backward(const Tensor& x, const Tensor& w, const Tensor& grad_y, const Tensor& grad_x,
+                     const Tensor& grad_w, const Tensor& grad_bias, const Conv2dGeometry& g);
+// pool.cpp
 void max_pool2d(const Tensor& x, const Tensor& out, const Tensor& indices, const Conv2dGeometry& g);
 void avg_pool2d(const Tensor& x, const Tensor& out, const Conv2dGeometry& g);
 void avg_pool2d_backward(const Tensor& grad_out, const Tensor& grad_in, const Conv2dGeometry& g);

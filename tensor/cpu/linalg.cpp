@@ -1,14 +1,13 @@
 // Batched matrix multiply on the CPU: OpenBLAS GEMM for float32/float64 (single-threaded,
 // parallelised by our own pool), a plain loop for integer types, and the naive reference
 // kernel that tests compare both against.
-#include <cblas.h>
-
 #include <algorithm>
 #include <optional>
 #include <type_traits>
 #include <vector>
 
 #include "tensor/cpu/cpu_backend.h"
+#include "tensor/cpu/gemm.h"
 #include "tensor/cpu/reference.h"
 #include "tensor/thread_pool.h"
 
@@ -44,16 +43,6 @@ Tensor blas_operand(const Tensor& t) {
   if (blas_layout(t.size(1), t.size(2), t.strides()[1], t.strides()[2])) return t;
   if (t.strides()[0] == 0) return t.narrow(0, 0, 1).contiguous().expand(t.shape());
   return t.contiguous();
-}
-
-void gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
-          const float* b, int64_t ldb, float* c, int64_t ldc) {
-  cblas_sgemm(CblasRowMajor, ta, tb, m, n, k, 1.0f, a, lda, b, ldb, 0.0f, c, ldc);
-}
-
-void gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int64_t m, int64_t n, int64_t k, const double* a, int64_t lda,
-          const double* b, int64_t ldb, double* c, int64_t ldc) {
-  cblas_dgemm(CblasRowMajor, ta, tb, m, n, k, 1.0, a, lda, b, ldb, 0.0, c, ldc);
 }
 
 // a: (B, M, K), b: (B, K, N), out: (B, M, N). Each task is one GEMM of the batch, or one
@@ -93,9 +82,10 @@ void matmul_blas(const Tensor& a_in, const Tensor& b_in, const Tensor& out) {
       const T* b_ptr = b_data + i * b.strides()[0];
       T* c_ptr = out_data + i * m * n;
       if (split_n)
-        gemm(la.trans, lb.trans, m, hi - lo, k, a_ptr, la.ld, b_ptr + lo * b.strides()[2], lb.ld, c_ptr + lo, n);
+        gemm(la.trans, lb.trans, m, hi - lo, k, a_ptr, la.ld, b_ptr + lo * b.strides()[2], lb.ld, T{0}, c_ptr + lo, n);
       else
-        gemm(la.trans, lb.trans, hi - lo, n, k, a_ptr + lo * a.strides()[1], la.ld, b_ptr, lb.ld, c_ptr + lo * n, n);
+        gemm(la.trans, lb.trans, hi - lo, n, k, a_ptr + lo * a.strides()[1], la.ld, b_ptr, lb.ld, T{0}, c_ptr + lo * n,
+             n);
     }
   });
 }

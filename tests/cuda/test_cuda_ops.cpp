@@ -202,6 +202,14 @@ TEST_CASE("cuda.conv_pool", "[cuda]") {
     require_same([&g](const std::vector<Tensor>& t) { return im2col(t[0], g); }, {x});
     const Tensor cols = im2col(x, g);
     require_same([&](const std::vector<Tensor>& t) { return col2im(t[0], x.shape(), g); }, {cols});
+    const Tensor w = input({4, 3, g.kernel_h, g.kernel_w}, DType::float32, -1, 1, 5), bias = input({4}, DType::float32, -1, 1, 6);
+    require_same([&g](const std::vector<Tensor>& t) { return conv2d(t[0], t[1], t[2], g); }, {x, w, bias});
+    const Tensor grad_y = input(conv2d(x, w, bias, g).shape(), DType::float32, -1, 1, 7);
+    for (int which = 0; which < 3; ++which)
+      require_same([&](const std::vector<Tensor>& t) {
+        Conv2dGrads grads = conv2d_backward(t[0], t[1], t[2], true, true, true, g);
+        return which == 0 ? grads.x : which == 1 ? grads.weight : grads.bias;
+      }, {x, w, grad_y}, 1e-4, 1e-5);
     const Pool2dOptions pool{g.kernel_h, g.kernel_w, g.stride_h, g.stride_w, g.pad_h, g.pad_w};
     require_same([&pool](const std::vector<Tensor>& t) { return max_pool2d(t[0], pool).first; }, {x});
     require_same([&pool](const std::vector<Tensor>& t) { return max_pool2d(t[0], pool).second; }, {x});

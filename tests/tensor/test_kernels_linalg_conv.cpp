@@ -1,4 +1,4 @@
-// The CPU matmul, im2col/col2im, pooling and indexing kernels (tensor/cpu/{linalg,conv_pool,
+// The CPU matmul, im2col/col2im, conv2d, pooling and indexing kernels (tensor/cpu/{linalg,conv2d,pool,
 // indexing}.cpp) called directly and through the public ops, against naive loops: contiguous
 // and strided operands, odd sizes, broadcast batches, every dtype they take, 1 and 2 threads.
 #include <catch2/catch.hpp>
@@ -220,6 +220,118 @@ TEST_CASE("tensor.im2col_col2im_adjoint", "[tensor]") {
       REQUIRE(values(col2im(c, shape, g)) == values(folded));
     });
   });
+}
+
+// ---- conv2d: the CPU's per-sample im2col + GEMM against the definition ----
+
+namespace {
+
+struct ConvCase {
+  Tensor x, w, bias, grad_y;
+};
+
+ConvCase conv_case(DType dtype, const Shape& x_shape, const Conv2dGeometry& g, int64_t out_channels) {
+  Shape y_shape = pooled_shape(x_shape, g);
+  y_shape[1] = out_channels;
+  return {random_tensor(x_shape, 11, dtype), random_tensor({out_channels, x_shape[1], g.kernel_h, g.kernel_w}, 12, dtype),
+          random_tensor({out_channels}, 13, dtype), random_tensor(y_shape, 14, dtype)};
+}
+
+// The three gradients, from `backward` (cpu::conv2d_backward or a reference), each defined
+// only when asked for.
+template <class Backward>
+std::array<Tensor, 3> conv_grads(Backward backward, const ConvCase& c, const Conv2dGeometry& g,
+                                 std::array<bool, 3> wanted = {true, true, true}) {
+  std::array<Tensor, 3> grads;
+  const Tensor* likes[] = {&c.x, &c.w, &c.bias};
+  for (int i = 0; i < 3; ++i)
+    if (wanted[i]) grads[i] = Tensor::full(likes[i]->shape(), 7.0, c.x.dtype());  // must be overwritten
+  backward(c.x, c.w, c.grad_y, grads[0], grads[1], grads[2], g);
+  return grads;
+}
+
+void require_close_to(const Tensor& actual, const Tensor& expected, double atol) {
+  ref::require_close(actual, expected.shape(), values(expected), atol, atol);
+}
+
+}  // namespace
+
+TEST_CASE("tensor.conv2d_matches_reference", "[tensor]") {
+  for_each_case([](DType dtype, const Shape& shape, const Conv2dGeometry& g) {
+    ConvCase c = conv_case(dtype, shape, g, 3);
+    for (bool with_bias : {true, false}) {
+      INFO("bias " << with_bias);
+      Tensor bias = with_bias ? c.bias : Tensor();
+      Tensor expected = Tensor::empty(c.grad_y.shape(), dtype);
+      cpu::conv2d_reference(c.x, c.w, bias, expected, g);
+      with_1_and_2_threads([&] {
+        Tensor y = Tensor::full(c.grad_y.shape(), 7.0, dtype);
+        cpu::conv2d(c.x, c.w, bias, y, g);
+        require_close_to(y, expected, tolerance(dtype, c.w.numel() / c.w.size(0)));
+        require_close_to(conv2d(c.x, c.w, bias, g), expected, tolerance(dtype, c.w.numel() / c.w.size(0)));
+      });
+    }
+  });
+}
+
+TEST_CASE("tensor.conv2d_backward_matches_reference", "[tensor]") {
+  for_each_case([](DType dtype, const Shape& shape, const Conv2dGeometry& g) {
+    ConvCase c = conv_case(dtype, shape, g, 3);
+    std::array<Tensor, 3> expected = conv_grads(cpu::conv2d_backward_reference, c, g);
+    // x's terms per element: at most O*kh*kw; w's and the bias's: N*OH*OW.
+    double tolerances[] = {tolerance(dtype, c.w.numel()), tolerance(dtype, c.grad_y.numel()),
+                           tolerance(dtype, c.grad_y.numel())};
+    with_1_and_2_threads([&] {
+      for (std::array<bool, 3> wanted : {std::array{true, true, true}, std::array{false, true, true},
+                                         std::array{true, false, false}, std::array{false, false, true}}) {
+        INFO("wanted x " << wanted[0] << ", weight " << wanted[1] << ", bias " << wanted[2]);
+        std::array<Tensor, 3> grads = conv_grads(cpu::conv2d_backward, c, g, wanted);
+        Conv2dGrads op = conv2d_backward(c.x, c.w, c.grad_y, wanted[0], wanted[1], wanted[2], g);
+        std::array<Tensor, 3> op_grads = {op.x, op.weight, op.bias};
+        for (int i = 0; i < 3; ++i) {
+          INFO("gradient " << i);
+          REQUIRE(grads[i].defined() == wanted[i]);
+          REQUIRE(op_grads[i].defined() == wanted[i]);
+          if (!wanted[i]) continue;
+          require_close_to(grads[i], expected[i], tolerances[i]);
+          require_close_to(op_grads[i], expected[i], tolerances[i]);
+        }
+      }
+    });
+  });
+}
+
+// The Backend's default conv2d (im2col + matmul on the whole batch, what CUDA runs) computes
+// what the CPU's per-sample version does.
+TEST_CASE("tensor.conv2d_backend_default_matches_cpu", "[tensor]") {
+  Backend& cpu = backend_for(DeviceType::cpu);
+  for (const Conv2dGeometry& g : kGeometries) {
+    ConvCase c = conv_case(DType::float64, {3, 2, 9, 8}, g, 4);
+    Tensor fused = Tensor::empty(c.grad_y.shape(), DType::float64), composed = fused.clone();
+    cpu.conv2d(c.x, c.w, c.bias, fused, g);
+    cpu.Backend::conv2d(c.x, c.w, c.bias, composed, g);
+    require_close_to(composed, fused, 1e-12);
+    auto fused_backward = [&](auto&&... args) { cpu.conv2d_backward(args...); };
+    auto composed_backward = [&](auto&&... args) { cpu.Backend::conv2d_backward(args...); };
+    std::array<Tensor, 3> expected = conv_grads(fused_backward, c, g), got = conv_grads(composed_backward, c, g);
+    for (int i = 0; i < 3; ++i) require_close_to(got[i], expected[i], 1e-12);
+  }
+}
+
+TEST_CASE("tensor.conv2d_rejects_mismatched_operands", "[tensor]") {
+  const Conv2dGeometry g{3, 3, 1, 1, 1, 1};
+  Tensor x = Tensor::zeros({2, 3, 8, 8}), w = Tensor::zeros({4, 3, 3, 3});
+  REQUIRE_THROWS_WITH(conv2d(x, Tensor::zeros({4, 2, 3, 3}), Tensor(), g),
+                      Catch::Contains("conv2d: input [2, 3, 8, 8]") && Catch::Contains("does not match weight [4, 2, 3, 3]"));
+  REQUIRE_THROWS_WITH(conv2d(x, w.to(DType::float64), Tensor(), g), Catch::Contains("float64"));
+  REQUIRE_THROWS_WITH(conv2d(x, w, Tensor::zeros({3}), g), Catch::Contains("conv2d: bias [3] must be (4)"));
+  REQUIRE_THROWS_WITH(conv2d(x.view({6, 8, 8}), w, Tensor(), g), Catch::Contains("conv2d: expects (N, C, H, W)"));
+  REQUIRE_THROWS_WITH(conv2d(x, Tensor::zeros({4, 3, 5, 5}), Tensor(), g),
+                      Catch::Contains("weight [4, 3, 5, 5] does not match the kernel size 3x3"));
+  REQUIRE_THROWS_WITH(conv2d(Tensor::zeros({2, 3, 2, 2}), w, Tensor(), {3, 3, 1, 1, 0, 0}),
+                      Catch::Contains("does not fit input"));
+  REQUIRE_THROWS_WITH(conv2d_backward(x, w, Tensor::zeros({2, 4, 7, 8}), true, true, true, g),
+                      Catch::Contains("conv2d_backward: gradient [2, 4, 7, 8] does not match the output [2, 4, 8, 8]"));
 }
 
 // ---- pooling ----

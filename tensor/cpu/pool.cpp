@@ -1,102 +1,17 @@
-// Convolution and pooling helpers on the CPU: im2col/col2im (conv = im2col + GEMM), max and
-// average pooling. Work is split over (n, c) planes, which never write to the same memory;
-// the naive reference kernels that tests compare against sit at the end.
+// Max and average pooling on the CPU. Work is split over (n, c) planes, which never write to
+// the same memory; the naive reference kernel that tests compare against sits at the end.
 #include <algorithm>
 #include <cmath>
 #include <limits>
 
 #include "tensor/cpu/cpu_backend.h"
+#include "tensor/cpu/planes.h"
 #include "tensor/cpu/reference.h"
 #include "tensor/thread_pool.h"
 
 namespace rg::cpu {
 
 namespace {
-
-constexpr int64_t kGrainWork = 32768;  // element visits per task: less costs more in fork-join than it saves
-
-// Sizes of one input plane (h, w) and one output plane (oh, ow).
-struct PlaneDims {
-  int64_t h, w, oh, ow;
-};
-
-PlaneDims plane_dims(const Tensor& x, const Conv2dGeometry& g) {
-  int64_t h = x.size(2), w = x.size(3);
-  return {h, w, g.out_size(h, g.kernel_h, g.stride_h, g.pad_h), g.out_size(w, g.kernel_w, g.stride_w, g.pad_w)};
-}
-
-struct Range {
-  int64_t begin, end;
-};
-
-// The output positions o whose input coordinate o*stride - pad + offset falls inside
-// [0, in_size): always one run, so the inner loops need no bounds checks.
-Range valid_outputs(int64_t out_size, int64_t in_size, int64_t stride, int64_t pad, int64_t offset) {
-  int64_t low = pad - offset, high = in_size - 1 + pad - offset;
-  int64_t end = high < 0 ? 0 : std::min(out_size, high / stride + 1);
-  int64_t begin = low <= 0 ? 0 : (low + stride - 1) / stride;
-  return {std::min(begin, end), end};
-}
-
-// Runs fn(p) for every plane p in [0, planes), spread over the pool.
-template <class Fn>
-void for_each_plane(int64_t planes, int64_t work_per_plane, Fn fn) {
-  int64_t grain = std::max<int64_t>(1, kGrainWork / std::max<int64_t>(1, work_per_plane));
-  parallel_for(0, planes, grain, [&](int64_t begin, int64_t end) {
-    for (int64_t p = begin; p < end; ++p) fn(p);
-  });
-}
-
-// One channel plane x: (H, W) against its kh*kw rows of cols: (kh*kw, OH*OW). im2col
-// copies x into cols (zeros where the window hangs over the padding); col2im adds cols
-// back into x, dropping the padding terms. One walk serves both so they stay adjoint.
-template <bool kIm2col, class T>
-void unfold_plane(T* x, T* cols, const PlaneDims& d, const Conv2dGeometry& g) {
-  for (int64_t i = 0; i < g.kernel_h; ++i) {
-    Range rows = valid_outputs(d.oh, d.h, g.stride_h, g.pad_h, i);
-    for (int64_t j = 0; j < g.kernel_w; ++j) {
-      Range columns = valid_outputs(d.ow, d.w, g.stride_w, g.pad_w, j);
-      T* block = cols + (i * g.kernel_w + j) * d.oh * d.ow;
-      if constexpr (kIm2col) {
-        std::fill(block, block + rows.begin * d.ow, T{0});
-        std::fill(block + rows.end * d.ow, block + d.oh * d.ow, T{0});
-      }
-      for (int64_t oh = rows.begin; oh < rows.end; ++oh) {
-        T* row = block + oh * d.ow;
-        int64_t base = (oh * g.stride_h - g.pad_h + i) * d.w - g.pad_w + j;  // x index of ow = 0
-        if constexpr (kIm2col) {
-          std::fill(row, row + columns.begin, T{0});
-          std::fill(row + columns.end, row + d.ow, T{0});
-          if (g.stride_w == 1)  // the common case: one memcpy-able run
-            std::copy(x + base + columns.begin, x + base + columns.end, row + columns.begin);
-          else
-            for (int64_t ow = columns.begin; ow < columns.end; ++ow) row[ow] = x[base + ow * g.stride_w];
-        } else if (g.stride_w == 1) {  // a separate loop so the compiler vectorises it
-          for (int64_t ow = columns.begin; ow < columns.end; ++ow) x[base + ow] += row[ow];
-        } else {
-          for (int64_t ow = columns.begin; ow < columns.end; ++ow) x[base + ow * g.stride_w] += row[ow];
-        }
-      }
-    }
-  }
-}
-
-// x: (N, C, H, W), cols: (N, C*kh*kw, OH*OW); plane p = n*C + c owns rows p*kh*kw onwards.
-template <bool kIm2col>
-void unfold(const Tensor& x, const Tensor& cols, const Conv2dGeometry& g) {
-  PlaneDims d = plane_dims(x, g);
-  int64_t patch = g.kernel_h * g.kernel_w * d.oh * d.ow;
-  dispatch_floating(x.dtype(), [&](auto tag) {
-    using T = decltype(tag);
-    T* x_data = x.data<T>();
-    T* cols_data = cols.data<T>();
-    for_each_plane(x.size(0) * x.size(1), patch, [&](int64_t p) {
-      T* plane = x_data + p * d.h * d.w;
-      if constexpr (!kIm2col) std::fill_n(plane, d.h * d.w, T{0});
-      unfold_plane<kIm2col>(plane, cols_data + p * patch, d, g);
-    });
-  });
-}
 
 // The window of output position (oh, ow), clipped to the input plane.
 struct Window {
@@ -207,12 +122,6 @@ void avg_pool(const Tensor& x, const Tensor& y, const Conv2dGeometry& g) {
 
 }  // namespace
 
-// Inputs go through contiguous(), free when they already are: a gradient arriving from
-// autograd may be an expanded view.
-void im2col(const Tensor& x, const Tensor& cols, const Conv2dGeometry& g) { unfold<true>(x.contiguous(), cols, g); }
-
-void col2im(const Tensor& cols, const Tensor& x, const Conv2dGeometry& g) { unfold<false>(x, cols.contiguous(), g); }
-
 void max_pool2d(const Tensor& x_in, const Tensor& out, const Tensor& indices, const Conv2dGeometry& g) {
   Tensor x = x_in.contiguous();
   PlaneDims d = plane_dims(x, g);
@@ -241,26 +150,6 @@ void avg_pool2d_backward(const Tensor& grad_out, const Tensor& grad_in, const Co
 }
 
 // ---- naive references: one bounds check per element, no clipping arithmetic ----
-
-void im2col_reference(const Tensor& x, const Tensor& cols, const Conv2dGeometry& g) {
-  PlaneDims d = plane_dims(x, g);
-  int64_t channels = x.size(1);
-  dispatch_floating(x.dtype(), [&](auto tag) {
-    using T = decltype(tag);
-    const T* x_data = x.data<T>();
-    T* out = cols.data<T>();
-    for (int64_t n = 0; n < x.size(0); ++n)
-      for (int64_t c = 0; c < channels; ++c)
-        for (int64_t i = 0; i < g.kernel_h; ++i)
-          for (int64_t j = 0; j < g.kernel_w; ++j)
-            for (int64_t oh = 0; oh < d.oh; ++oh)
-              for (int64_t ow = 0; ow < d.ow; ++ow) {
-                int64_t h = oh * g.stride_h - g.pad_h + i, w = ow * g.stride_w - g.pad_w + j;
-                bool inside = h >= 0 && h < d.h && w >= 0 && w < d.w;
-                *out++ = inside ? x_data[((n * channels + c) * d.h + h) * d.w + w] : T{0};
-              }
-  });
-}
 
 void max_pool2d_reference(const Tensor& x, const Tensor& out, const Tensor& indices, const Conv2dGeometry& g) {
   PlaneDims d = plane_dims(x, g);
