@@ -19,43 +19,67 @@ namespace rg::cpu {
 
 namespace {
 
-// im2col of one tap when the stride is 1 and the output is as wide as the input ("same"
-// padding): output position p reads x[p + offset], so the tap's valid outputs read one
-// contiguous run of x and a single copy fills the block. The entries that wrapped around a
-// row edge are zeroed afterwards. Per row copies, the general path, cost a call each for a
-// handful of floats.
-template <class T>
-void im2col_tap_same_width(const T* x, T* block, Range rows, Range columns, int64_t offset, const PlaneDims& d) {
-  int64_t size = d.oh * d.ow;
-  if (rows.begin >= rows.end || columns.begin >= columns.end) {
-    std::fill_n(block, size, T{0});
-    return;
-  }
-  int64_t first = rows.begin * d.ow + columns.begin, last = (rows.end - 1) * d.ow + columns.end;
-  std::fill(block, block + first, T{0});
-  std::copy(x + first + offset, x + last + offset, block + first);
-  std::fill(block + last, block + size, T{0});
-  for (int64_t oh = rows.begin; oh < rows.end; ++oh) {
-    std::fill(block + oh * d.ow, block + oh * d.ow + columns.begin, T{0});
-    std::fill(block + oh * d.ow + columns.end, block + (oh + 1) * d.ow, T{0});
-  }
+// A tap (i, j) of a stride-1 convolution whose output is as wide as its input ("same"
+// padding) has a shortcut: output position p of the tap reads x[p + offset], so all its valid
+// outputs map to one contiguous run of x, [first, last) in the block, and one long copy (or
+// add) replaces a short one per row, each a call for a handful of floats. Inside the run,
+// the entries between one row's valid columns and the next's wrap around the row edge: they
+// belong to the padding.
+struct SameWidthTap {
+  int64_t first, last, offset;
+  bool empty() const { return first >= last; }
+};
+
+SameWidthTap same_width_tap(Range rows, Range columns, int64_t i, int64_t j, const PlaneDims& d,
+                            const Conv2dGeometry& g) {
+  if (rows.begin >= rows.end || columns.begin >= columns.end) return {0, 0, 0};
+  return {rows.begin * d.ow + columns.begin, (rows.end - 1) * d.ow + columns.end, (i - g.pad_h) * d.w + j - g.pad_w};
 }
 
-// One channel plane x: (H, W) against its kh*kw rows of cols: (kh*kw, OH*OW). im2col copies x into cols (zeros where the window hangs over the padding);
-// col2im adds cols back into x, dropping the padding terms. One walk serves both so they
-// stay adjoint.
+template <class T>
+void zero_wrapped_entries(T* block, Range rows, Range columns, const PlaneDims& d) {
+  for (int64_t oh = rows.begin; oh + 1 < rows.end; ++oh)
+    std::fill(block + oh * d.ow + columns.end, block + (oh + 1) * d.ow + columns.begin, T{0});
+}
+
+template <class T>
+void im2col_same_width(const T* x, T* block, const SameWidthTap& tap, Range rows, Range columns, const PlaneDims& d) {
+  std::fill(block, block + tap.first, T{0});
+  std::copy(x + tap.first + tap.offset, x + tap.last + tap.offset, block + tap.first);
+  std::fill(block + tap.last, block + d.oh * d.ow, T{0});
+  zero_wrapped_entries(block, rows, columns, d);
+}
+
+// Zeroing the wrapped entries first writes to the block, so only a caller that owns the
+// columns (the convolution's scratch) may take this path.
+template <class T>
+void col2im_same_width(T* x, T* block, const SameWidthTap& tap, Range rows, Range columns, const PlaneDims& d) {
+  zero_wrapped_entries(block, rows, columns, d);
+  for (int64_t p = tap.first; p < tap.last; ++p) x[p + tap.offset] += block[p];
+}
+
+// One channel plane x: (H, W) against its kh*kw rows of cols: (kh*kw, OH*OW). im2col copies
+// x into cols (zeros where the window hangs over the padding); col2im adds cols back into x,
+// dropping the padding terms. One walk serves both so they stay adjoint.
 template <bool kIm2col, class T>
-void unfold_plane(T* x, T* cols, const PlaneDims& d, const Conv2dGeometry& g) {
+void unfold_plane(T* x, T* cols, const PlaneDims& d, const Conv2dGeometry& g, bool cols_are_scratch = false) {
+  bool same_width = g.stride_h == 1 && g.stride_w == 1 && d.ow == d.w && (kIm2col || cols_are_scratch);
   for (int64_t i = 0; i < g.kernel_h; ++i) {
     Range rows = valid_outputs(d.oh, d.h, g.stride_h, g.pad_h, i);
     for (int64_t j = 0; j < g.kernel_w; ++j) {
       Range columns = valid_outputs(d.ow, d.w, g.stride_w, g.pad_w, j);
       T* block = cols + (i * g.kernel_w + j) * d.oh * d.ow;
+      if (same_width) {
+        SameWidthTap tap = same_width_tap(rows, columns, i, j, d, g);
+        if (kIm2col && tap.empty())
+          std::fill_n(block, d.oh * d.ow, T{0});
+        else if (kIm2col)
+          im2col_same_width(x, block, tap, rows, columns, d);
+        else if (!tap.empty())
+          col2im_same_width(x, block, tap, rows, columns, d);
+        continue;
+      }
       if constexpr (kIm2col) {
-        if (g.stride_h == 1 && g.stride_w == 1 && d.ow == d.w) {
-          im2col_tap_same_width(x, block, rows, columns, (i - g.pad_h) * d.w + j - g.pad_w, d);
-          continue;
-        }
         std::fill(block, block + rows.begin * d.ow, T{0});
         std::fill(block + rows.end * d.ow, block + d.oh * d.ow, T{0});
       }
@@ -118,7 +142,7 @@ void unfold_sample(T* x, T* cols, const ConvSizes& c) {
   for (int64_t channel = 0; channel < c.channels; ++channel) {
     T* plane = x + channel * c.d.h * c.d.w;
     if constexpr (!kIm2col) std::fill_n(plane, c.d.h * c.d.w, T{0});
-    unfold_plane<kIm2col>(plane, cols + channel * patch, c.d, c.g);
+    unfold_plane<kIm2col>(plane, cols + channel * patch, c.d, c.g, /*cols_are_scratch=*/true);
   }
 }
 

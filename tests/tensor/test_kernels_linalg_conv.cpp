@@ -254,51 +254,68 @@ void require_close_to(const Tensor& actual, const Tensor& expected, double atol)
   ref::require_close(actual, expected.shape(), values(expected), atol, atol);
 }
 
-}  // namespace
+void check_conv2d_forward(DType dtype, const Shape& shape, const Conv2dGeometry& g) {
+  ConvCase c = conv_case(dtype, shape, g, 3);
+  for (bool with_bias : {true, false}) {
+    INFO("bias " << with_bias);
+    Tensor bias = with_bias ? c.bias : Tensor();
+    Tensor expected = Tensor::empty(c.grad_y.shape(), dtype);
+    cpu::conv2d_reference(c.x, c.w, bias, expected, g);
+    with_1_and_2_threads([&] {
+      Tensor y = Tensor::full(c.grad_y.shape(), 7.0, dtype);
+      cpu::conv2d(c.x, c.w, bias, y, g);
+      require_close_to(y, expected, tolerance(dtype, c.w.numel() / c.w.size(0)));
+      require_close_to(conv2d(c.x, c.w, bias, g), expected, tolerance(dtype, c.w.numel() / c.w.size(0)));
+    });
+  }
+}
 
-TEST_CASE("tensor.conv2d_matches_reference", "[tensor]") {
-  for_each_case([](DType dtype, const Shape& shape, const Conv2dGeometry& g) {
-    ConvCase c = conv_case(dtype, shape, g, 3);
-    for (bool with_bias : {true, false}) {
-      INFO("bias " << with_bias);
-      Tensor bias = with_bias ? c.bias : Tensor();
-      Tensor expected = Tensor::empty(c.grad_y.shape(), dtype);
-      cpu::conv2d_reference(c.x, c.w, bias, expected, g);
-      with_1_and_2_threads([&] {
-        Tensor y = Tensor::full(c.grad_y.shape(), 7.0, dtype);
-        cpu::conv2d(c.x, c.w, bias, y, g);
-        require_close_to(y, expected, tolerance(dtype, c.w.numel() / c.w.size(0)));
-        require_close_to(conv2d(c.x, c.w, bias, g), expected, tolerance(dtype, c.w.numel() / c.w.size(0)));
-      });
+void check_conv2d_backward(DType dtype, const Shape& shape, const Conv2dGeometry& g) {
+  ConvCase c = conv_case(dtype, shape, g, 3);
+  std::array<Tensor, 3> expected = conv_grads(cpu::conv2d_backward_reference, c, g);
+  // x's terms per element: at most O*kh*kw; w's and the bias's: N*OH*OW.
+  double tolerances[] = {tolerance(dtype, c.w.numel()), tolerance(dtype, c.grad_y.numel()),
+                         tolerance(dtype, c.grad_y.numel())};
+  with_1_and_2_threads([&] {
+    for (std::array<bool, 3> wanted : {std::array{true, true, true}, std::array{false, true, true},
+                                       std::array{true, false, false}, std::array{false, false, true}}) {
+      INFO("wanted x " << wanted[0] << ", weight " << wanted[1] << ", bias " << wanted[2]);
+      std::array<Tensor, 3> grads = conv_grads(cpu::conv2d_backward, c, g, wanted);
+      Conv2dGrads op = conv2d_backward(c.x, c.w, c.grad_y, wanted[0], wanted[1], wanted[2], g);
+      std::array<Tensor, 3> op_grads = {op.x, op.weight, op.bias};
+      for (int i = 0; i < 3; ++i) {
+        INFO("gradient " << i);
+        REQUIRE(grads[i].defined() == wanted[i]);
+        REQUIRE(op_grads[i].defined() == wanted[i]);
+        if (!wanted[i]) continue;
+        require_close_to(grads[i], expected[i], tolerances[i]);
+        require_close_to(op_grads[i], expected[i], tolerances[i]);
+      }
     }
   });
 }
 
+// Inputs thinner than the kernel: whole taps fall into the padding, in the same-width
+// shortcut (stride 1, padding (k - 1) / 2) and in the general path.
+void for_each_thin_case(void (*check)(DType, const Shape&, const Conv2dGeometry&)) {
+  for (const Shape& shape : std::vector<Shape>{{2, 3, 1, 6}, {2, 2, 2, 9}, {3, 1, 7, 1}})
+    for (const Conv2dGeometry& g : {Conv2dGeometry{3, 3, 1, 1, 1, 1}, Conv2dGeometry{5, 5, 1, 1, 2, 2},
+                                    Conv2dGeometry{5, 3, 2, 1, 2, 1}}) {
+      INFO("x " << shape_str(shape) << ", kernel " << g.kernel_h << "x" << g.kernel_w);
+      check(DType::float64, shape, g);
+    }
+}
+
+}  // namespace
+
+TEST_CASE("tensor.conv2d_matches_reference", "[tensor]") {
+  for_each_case(check_conv2d_forward);
+  for_each_thin_case(check_conv2d_forward);
+}
+
 TEST_CASE("tensor.conv2d_backward_matches_reference", "[tensor]") {
-  for_each_case([](DType dtype, const Shape& shape, const Conv2dGeometry& g) {
-    ConvCase c = conv_case(dtype, shape, g, 3);
-    std::array<Tensor, 3> expected = conv_grads(cpu::conv2d_backward_reference, c, g);
-    // x's terms per element: at most O*kh*kw; w's and the bias's: N*OH*OW.
-    double tolerances[] = {tolerance(dtype, c.w.numel()), tolerance(dtype, c.grad_y.numel()),
-                           tolerance(dtype, c.grad_y.numel())};
-    with_1_and_2_threads([&] {
-      for (std::array<bool, 3> wanted : {std::array{true, true, true}, std::array{false, true, true},
-                                         std::array{true, false, false}, std::array{false, false, true}}) {
-        INFO("wanted x " << wanted[0] << ", weight " << wanted[1] << ", bias " << wanted[2]);
-        std::array<Tensor, 3> grads = conv_grads(cpu::conv2d_backward, c, g, wanted);
-        Conv2dGrads op = conv2d_backward(c.x, c.w, c.grad_y, wanted[0], wanted[1], wanted[2], g);
-        std::array<Tensor, 3> op_grads = {op.x, op.weight, op.bias};
-        for (int i = 0; i < 3; ++i) {
-          INFO("gradient " << i);
-          REQUIRE(grads[i].defined() == wanted[i]);
-          REQUIRE(op_grads[i].defined() == wanted[i]);
-          if (!wanted[i]) continue;
-          require_close_to(grads[i], expected[i], tolerances[i]);
-          require_close_to(op_grads[i], expected[i], tolerances[i]);
-        }
-      }
-    });
-  });
+  for_each_case(check_conv2d_backward);
+  for_each_thin_case(check_conv2d_backward);
 }
 
 // The Backend's default conv2d (im2col + matmul on the whole batch, what CUDA runs) computes
