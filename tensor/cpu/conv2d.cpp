@@ -36,10 +36,13 @@ SameWidthTap same_width_tap(Range rows, Range columns, int64_t i, int64_t j, con
   return {rows.begin * d.ow + columns.begin, (rows.end - 1) * d.ow + columns.end, (i - g.pad_h) * d.w + j - g.pad_w};
 }
 
+// Each row edge has the same few wrapped entries (kw - 1 for "same" padding). Stepping down
+// the rows for one entry at a time makes plain stores; a fill per row edge would become a
+// memset call per handful of floats.
 template <class T>
 void zero_wrapped_entries(T* block, Range rows, Range columns, const PlaneDims& d) {
-  for (int64_t oh = rows.begin; oh + 1 < rows.end; ++oh)
-    std::fill(block + oh * d.ow + columns.end, block + (oh + 1) * d.ow + columns.begin, T{0});
+  for (int64_t k = columns.end; k < d.ow + columns.begin; ++k)
+    for (int64_t oh = rows.begin; oh + 1 < rows.end; ++oh) block[oh * d.ow + k] = T{0};
 }
 
 template <class T>
@@ -201,7 +204,9 @@ void conv2d_typed(const Tensor& x, const Tensor& w, const Tensor& bias, const Te
 }
 
 // Per sample, with g its output gradient (O, OH*OW): the bias gradient += row sums of g;
-// the weight gradient += g @ cols^T; the input gradient = col2im(W^T @ g).
+// the weight gradient += g @ cols^T; the input gradient = col2im(W^T @ g). The weight
+// gradient accumulates transposed, as cols @ g^T (C*kh*kw, O): the same products, but a GEMM
+// shape OpenBLAS runs 1.2-1.4x faster here (120 against 164 GFLOP/s for the CNN's conv2).
 template <class T>
 void conv2d_backward_typed(const Tensor& x, const Tensor& w, const Tensor& grad_y, const Tensor& grad_x,
                            const Tensor& grad_w, const Tensor& grad_bias, const ConvSizes& c) {
@@ -210,13 +215,13 @@ void conv2d_backward_typed(const Tensor& x, const Tensor& w, const Tensor& grad_
   const T* gy_data = grad_y.data<T>();
   T* gx_data = grad_x.defined() ? grad_x.data<T>() : nullptr;
   int64_t groups = sample_groups(c.batch), weight_size = c.out_channels * c.rows;
-  // Each group's partial sums: weight gradient (O, C*kh*kw), then bias gradient (O).
+  // Each group's partial sums: transposed weight gradient (C*kh*kw, O), then bias gradient (O).
   int64_t partial_size = weight_size + c.out_channels;
   Tensor partial = Tensor::zeros({groups, partial_size}, dtype_of<T>());
   T* partial_data = partial.data<T>();
   for_each_sample_group(c.batch, groups, [&](int64_t group, int64_t begin, int64_t end) {
-    T* group_w = partial_data + group * partial_size;
-    T* group_bias = group_w + weight_size;
+    T* group_w_t = partial_data + group * partial_size;
+    T* group_bias = group_w_t + weight_size;
     Tensor cols_holder;
     T* cols = scratch<T>(cols_holder, c.rows * c.positions);
     for (int64_t n = begin; n < end; ++n) {
@@ -225,8 +230,8 @@ void conv2d_backward_typed(const Tensor& x, const Tensor& w, const Tensor& grad_
         for (int64_t o = 0; o < c.out_channels; ++o) group_bias[o] += sum_row(g + o * c.positions, c.positions);
       if (grad_w.defined()) {
         unfold_sample<true>(x_data + n * c.x_sample(), cols, c);
-        gemm(CblasNoTrans, CblasTrans, c.out_channels, c.rows, c.positions, g, c.positions, cols, c.positions, T{1},
-             group_w, c.rows);
+        gemm(CblasNoTrans, CblasTrans, c.rows, c.out_channels, c.positions, cols, c.positions, g, c.positions, T{1},
+             group_w_t, c.out_channels);
       }
       if (gx_data) {
         gemm(CblasTrans, CblasNoTrans, c.rows, c.positions, c.out_channels, w_data, c.rows, g, c.positions, T{0},
@@ -235,14 +240,16 @@ void conv2d_backward_typed(const Tensor& x, const Tensor& w, const Tensor& grad_
       }
     }
   });
-  auto add_groups = [&](const Tensor& out, int64_t offset, int64_t size) {
+  // The groups' sums, added in group order: element i of the result is element at(i) of each.
+  auto add_groups = [&](const Tensor& out, int64_t offset, int64_t size, auto at) {
     T* out_data = out.data<T>();
     std::fill_n(out_data, size, T{0});
     for (int64_t group = 0; group < groups; ++group)
-      for (int64_t i = 0; i < size; ++i) out_data[i] += partial_data[group * partial_size + offset + i];
+      for (int64_t i = 0; i < size; ++i) out_data[i] += partial_data[group * partial_size + offset + at(i)];
   };
-  if (grad_w.defined()) add_groups(grad_w, 0, weight_size);
-  if (grad_bias.defined()) add_groups(grad_bias, weight_size, c.out_channels);
+  if (grad_w.defined())  // grad_w[o][r] = the transposed sum's [r][o]
+    add_groups(grad_w, 0, weight_size, [&](int64_t i) { return i % c.rows * c.out_channels + i / c.rows; });
+  if (grad_bias.defined()) add_groups(grad_bias, weight_size, c.out_channels, [](int64_t i) { return i; });
 }
 
 }  // namespace
