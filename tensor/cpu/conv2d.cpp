@@ -3,7 +3,8 @@
 // the GEMM reading them and col2im taking them back; a whole batch's columns would go out to
 // memory and back (measured: 10-15% slower for ringgrad-train's CNN). The backward pass
 // rebuilds the columns from x rather than keeping every sample's from the forward pass, and
-// the weight gradient accumulates sample by sample in the GEMM itself (beta = 1).
+// the weight gradient accumulates sample by sample in the GEMM itself (beta = 1). Most time
+// is OpenBLAS's; im2col and col2im take a shortcut for stride-1 "same" convolutions.
 // Threads take contiguous groups of samples; each group keeps its own weight and bias
 // gradient, and the groups' sums are added in a fixed order, so results do not depend on
 // scheduling. The naive reference kernels that tests compare against sit at the end.
@@ -61,6 +62,44 @@ void col2im_same_width(T* x, T* block, const SameWidthTap& tap, Range rows, Rang
   for (int64_t p = tap.first; p < tap.last; ++p) x[p + tap.offset] += block[p];
 }
 
+template <bool kIm2col, class T>
+void unfold_tap_same_width(T* x, T* block, Range rows, Range columns, const SameWidthTap& tap, const PlaneDims& d) {
+  if (tap.empty()) {  // the whole tap looks at padding
+    if constexpr (kIm2col) std::fill_n(block, d.oh * d.ow, T{0});
+    return;
+  }
+  if constexpr (kIm2col)
+    im2col_same_width(x, block, tap, rows, columns, d);
+  else
+    col2im_same_width(x, block, tap, rows, columns, d);
+}
+
+// The general path for tap (i, j): row by row, any stride.
+template <bool kIm2col, class T>
+void unfold_tap_by_rows(T* x, T* block, Range rows, Range columns, int64_t i, int64_t j, const PlaneDims& d,
+                        const Conv2dGeometry& g) {
+  if constexpr (kIm2col) {
+    std::fill(block, block + rows.begin * d.ow, T{0});
+    std::fill(block + rows.end * d.ow, block + d.oh * d.ow, T{0});
+  }
+  for (int64_t oh = rows.begin; oh < rows.end; ++oh) {
+    T* row = block + oh * d.ow;
+    int64_t base = (oh * g.stride_h - g.pad_h + i) * d.w - g.pad_w + j;  // x index of ow = 0
+    if constexpr (kIm2col) {
+      std::fill(row, row + columns.begin, T{0});
+      std::fill(row + columns.end, row + d.ow, T{0});
+      if (g.stride_w == 1)  // the common case: one memcpy-able run
+        std::copy(x + base + columns.begin, x + base + columns.end, row + columns.begin);
+      else
+        for (int64_t ow = columns.begin; ow < columns.end; ++ow) row[ow] = x[base + ow * g.stride_w];
+    } else if (g.stride_w == 1) {  // a separate loop so the compiler vectorises it
+      for (int64_t ow = columns.begin; ow < columns.end; ++ow) x[base + ow] += row[ow];
+    } else {
+      for (int64_t ow = columns.begin; ow < columns.end; ++ow) x[base + ow * g.stride_w] += row[ow];
+    }
+  }
+}
+
 // One channel plane x: (H, W) against its kh*kw rows of cols: (kh*kw, OH*OW). im2col copies
 // x into cols (zeros where the window hangs over the padding); col2im adds cols back into x,
 // dropping the padding terms. One walk serves both so they stay adjoint.
@@ -72,36 +111,10 @@ void unfold_plane(T* x, T* cols, const PlaneDims& d, const Conv2dGeometry& g, bo
     for (int64_t j = 0; j < g.kernel_w; ++j) {
       Range columns = valid_outputs(d.ow, d.w, g.stride_w, g.pad_w, j);
       T* block = cols + (i * g.kernel_w + j) * d.oh * d.ow;
-      if (same_width) {
-        SameWidthTap tap = same_width_tap(rows, columns, i, j, d, g);
-        if (kIm2col && tap.empty())
-          std::fill_n(block, d.oh * d.ow, T{0});
-        else if (kIm2col)
-          im2col_same_width(x, block, tap, rows, columns, d);
-        else if (!tap.empty())
-          col2im_same_width(x, block, tap, rows, columns, d);
-        continue;
-      }
-      if constexpr (kIm2col) {
-        std::fill(block, block + rows.begin * d.ow, T{0});
-        std::fill(block + rows.end * d.ow, block + d.oh * d.ow, T{0});
-      }
-      for (int64_t oh = rows.begin; oh < rows.end; ++oh) {
-        T* row = block + oh * d.ow;
-        int64_t base = (oh * g.stride_h - g.pad_h + i) * d.w - g.pad_w + j;  // x index of ow = 0
-        if constexpr (kIm2col) {
-          std::fill(row, row + columns.begin, T{0});
-          std::fill(row + columns.end, row + d.ow, T{0});
-          if (g.stride_w == 1)  // the common case: one memcpy-able run
-            std::copy(x + base + columns.begin, x + base + columns.end, row + columns.begin);
-          else
-            for (int64_t ow = columns.begin; ow < columns.end; ++ow) row[ow] = x[base + ow * g.stride_w];
-        } else if (g.stride_w == 1) {  // a separate loop so the compiler vectorises it
-          for (int64_t ow = columns.begin; ow < columns.end; ++ow) x[base + ow] += row[ow];
-        } else {
-          for (int64_t ow = columns.begin; ow < columns.end; ++ow) x[base + ow * g.stride_w] += row[ow];
-        }
-      }
+      if (same_width)
+        unfold_tap_same_width<kIm2col>(x, block, rows, columns, same_width_tap(rows, columns, i, j, d, g), d);
+      else
+        unfold_tap_by_rows<kIm2col>(x, block, rows, columns, i, j, d, g);
     }
   }
 }
