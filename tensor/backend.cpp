@@ -39,7 +39,7 @@ const char* op_name(UnaryOp op) {
 }
 
 const char* op_name(BinaryOp op) {
-  static const char* names[] = {"add", "sub", "mul", "div", "pow", "maximum", "minimum",
+  static const char* names[] = {"add", "sub", "mul", "div", "pow", "maximum", "minimum", "relu_grad",
                                 "eq",  "ne",  "lt",  "le",  "gt",  "ge"};
   return names[static_cast<int>(op)];
 }

@@ -18,8 +18,9 @@
 namespace rg {
 
 enum class UnaryOp { neg, exp, log, sqrt, tanh, sigmoid, relu, abs, sign, square, reciprocal };
-// add/sub compute a + alpha*b; comparisons write uint8 0/1.
-enum class BinaryOp { add, sub, mul, div, pow, maximum, minimum, eq, ne, lt, le, gt, ge };
+// add/sub compute a + alpha*b; relu_grad is a where b > 0, else 0 (ReLU's backward, b its
+// output); comparisons write uint8 0/1.
+enum class BinaryOp { add, sub, mul, div, pow, maximum, minimum, relu_grad, eq, ne, lt, le, gt, ge };
 enum class ReduceOp { sum, mean, max, min, argmax, argmin };
 enum class RandomKind { uniform, normal, randint };
 

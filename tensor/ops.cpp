@@ -194,6 +194,7 @@ Tensor div(const Tensor& a, const Tensor& b) { return binary(BinaryOp::div, a, b
 Tensor pow(const Tensor& a, const Tensor& b) { return binary(BinaryOp::pow, a, b); }
 Tensor pow(const Tensor& a, double exponent) { return binary(BinaryOp::pow, a, scalar_like(a, exponent)); }
 Tensor maximum(const Tensor& a, const Tensor& b) { return binary(BinaryOp::maximum, a, b); }
+Tensor relu_grad(const Tensor& grad, const Tensor& y) { return binary(BinaryOp::relu_grad, grad, y); }
 Tensor minimum(const Tensor& a, const Tensor& b) { return binary(BinaryOp::minimum, a, b); }
 Tensor eq(const Tensor& a, const Tensor& b) { return binary(BinaryOp::eq, a, b); }
 Tensor ne(const Tensor& a, const Tensor& b) { return binary(BinaryOp::ne, a, b); }

@@ -93,10 +93,9 @@ Variable sigmoid(const Variable& x) {
 Variable relu(const Variable& x) {
   Tensor y = rg::relu(x.data());
   return make_result("relu", y, {x}, [y](const Tensor& g, const NeedsGrad&) {
-    // g where y > 0, else 0: a uint8 mask and a select, two passes, where g * mask would
-    // take three (the mask cast to g's dtype first) and turn an infinite g into NaN.
-    Tensor zero = Tensor::zeros({}, g.dtype(), g.device());
-    return Gradients{where(gt(y, zero), g, zero)};
+    // g where y > 0, else 0, in one pass (a mask and a select took two, and g * mask would
+    // turn an infinite g into NaN).
+    return Gradients{relu_grad(g, y)};
   });
 }
 

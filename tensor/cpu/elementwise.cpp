@@ -101,6 +101,7 @@ void binary_typed(BinaryOp op, const Operand& a, const Operand& b, const Tensor&
     case BinaryOp::pow: return run([](T x, T y) { return static_cast<T>(std::pow(x, y)); });
     case BinaryOp::maximum: return run([](T x, T y) { return nan_max(x, y); });
     case BinaryOp::minimum: return run([](T x, T y) { return nan_min(x, y); });
+    case BinaryOp::relu_grad: return run([](T g, T y) { return y > T{0} ? g : T{0}; });
     case BinaryOp::eq: return compare([](T x, T y) { return uint8_t(x == y); });
     case BinaryOp::ne: return compare([](T x, T y) { return uint8_t(x != y); });
     case BinaryOp::lt: return compare([](T x, T y) { return uint8_t(x < y); });
