@@ -23,9 +23,11 @@ thread_local bool tl_inside_parallel_region = false;
 
 // How long a waiting thread spins before it sleeps. A training step's kernels come tens of
 // microseconds apart (the autograd and allocation work between them runs on one thread);
-// with 20 µs of spinning the MLP's workers slept and woke through the kernel for most of
-// them, and 2 threads ran slower than 1 (127k against 142k samples/s at batch 128); with
-// 200 µs, 165k. Spinning longer buys nothing more and takes a core from anything else.
+// with 20000 polls (about 20 µs) the MLP's workers slept and woke through the kernel for
+// most of them, and 2 threads ran slower than 1 (127k against 142k samples/s at batch 128).
+// 200 µs, reading the clock every 256 polls, gives 236k; a pure poll loop of similar length
+// gave only 165k, as every poll reads the cache line the job's owner writes. A longer spin
+// would take a core from anything else for longer.
 constexpr auto kSpinTime = std::chrono::microseconds(200);
 
 // Spins until done() holds or kSpinTime has passed; returns done().
