@@ -1,5 +1,5 @@
 // bench_allreduce: all-reduce time, algbw and busbw (nccl-tests: busbw = algbw·2(N-1)/N)
-// for the library, ring, naive_ring and star algorithms, 4 KiB to 64 MiB, each the median
+// for the library, ring, pipelined_ring, relay and star algorithms, 4 KiB to 64 MiB, each the median
 // of interleaved repetitions; under MPI also MPI_Allreduce called directly (the reference),
 // on the local backend single-thread memcpy. Prints a table, writes an SVG chart.
 //   mpirun -n 2 build/bin/bench_allreduce            (backend mpi under mpirun)
@@ -158,7 +158,7 @@ void report(const Results& results, const std::vector<std::string>& methods, int
 
 int run(int argc, char** argv) {
   Config config = parse(argc, argv);
-  std::vector<std::string> methods{"library", "ring", "naive_ring", "star"};
+  std::vector<std::string> methods{"library", "ring", "pipelined_ring", "relay", "star"};
   if (config.backend == "local") {
     std::mutex mutex;
     Results results;

@@ -1,64 +1,68 @@
-// The hand-written all-reduce algorithms (ring, naive ring, star), written once over a
-// backend's point-to-point messages, so they run unchanged on local threads, MPI
-// processes and NCCL GPUs. This is the code labs and claims C07-C09 read.
+// The hand-written collectives, written once over PointToPoint messages, so they run
+// unchanged on local threads, MPI processes and NCCL GPUs. This is the code the lecture's
+// claims C07-C09 and labs 3 and 4 read; ProcessGroup::all_reduce picks one by Algorithm:
+//
+//   relay           relay.cpp           the first version a student writes: the whole buffer
+//                                       relayed rank to rank and back, 2(N-1) full hops
+//   star            star.cpp            central reduction (the synchronous parameter-server
+//                                       pattern): everyone to rank 0 and back (claim C07)
+//   ring            ring.cpp            reduce-scatter + all-gather around the ring, one
+//                                       chunk per step (Patarasuk & Yuan 2009; claim C08)
+//   pipelined_ring  ring_pipelined.cpp  the same ring, each chunk sent in pieces so the
+//                                       next piece travels while this one is added
+//
+// (the asynchronous parameter server, where workers do not wait for each other, is a
+// different algorithm: parallel/async.h.)
+//
+// All take a flat (1-d, contiguous) buffer reduced in place, and give every rank the same
+// bits. N is the number of ranks and S the buffer's size in bytes.
 #pragma once
 #include <cstdint>
 #include <iosfwd>
-#include <memory>
-#include <vector>
 
-#include "parallel/communicator.h"
+#include "parallel/point_to_point.h"
 
 namespace rg::parallel {
 
-// A backend's point-to-point messages as the algorithms use them: every byte is counted
-// in `traffic`, and every wait ends at the op's deadline.
-class PointToPoint {
- public:
-  PointToPoint(Communicator& comm, const OpContext& ctx, CommStats& traffic)
-      : comm_(comm), ctx_(ctx), traffic_(traffic) {}
-  int rank() const { return comm_.rank(); }
-  int size() const { return comm_.size(); }
+// Chunk c of a length-`length` buffer split over n ranks is [c*length/n, (c+1)*length/n):
+// chunk sizes differ by at most one element, and a chunk may be empty (length < n).
+int64_t chunk_begin(int64_t length, int chunk, int n);
+Tensor chunk_of(const Tensor& flat, int chunk, int n);
 
-  void send(const Tensor& out, int to) { send_recv(out, to, Tensor(), 0); }
-  void recv(const Tensor& in, int from) { send_recv(Tensor(), 0, in, from); }
-  // Sends `out` to `to` while receiving `in` from `from`; an undefined tensor skips that side.
-  void send_recv(const Tensor& out, int to, const Tensor& in, int from);
-  // Sends `out` to `to` while receiving a message from `from` and folding it into `acc`
-  // with `op`, in pieces: piece p+1 travels while piece p is being reduced.
-  void send_recv_reduce(const Tensor& out, int to, const Tensor& acc, int from, ReduceOp op);
-  // Sends `out` to every rank in `to` at once.
-  void send_to_all(const Tensor& out, const std::vector<int>& to);
+// ---- The ring (Patarasuk & Yuan, "Bandwidth optimal all-reduce algorithms for clusters
+// of workstations", JPDC 2009). Each rank talks only to its neighbours: it sends to rank+1
+// and receives from rank-1. `trace` (may be null) gets one line per step naming the chunks
+// each rank passes on (claim C08).
 
- private:
-  std::unique_ptr<P2PRequest> start(const std::vector<P2POp>& ops);
+// Reduce-scatter: after it, rank r's chunk r of `flat` holds the reduction (sum, max or
+// min; avg sums) of every rank's chunk r; its other chunks hold partial sums. N-1 steps,
+// each rank sends and receives (N-1)/N·S.
+void ring_reduce_scatter(PointToPoint& p2p, const Tensor& flat, ReduceOp op, std::ostream* trace);
+// All-gather: given rank r's complete chunk r, every rank ends with every rank's chunk.
+// N-1 steps, (N-1)/N·S each way.
+void ring_all_gather(PointToPoint& p2p, const Tensor& flat, std::ostream* trace);
+// The two together, with avg dividing each complete chunk once: 2(N-1)/N·S each way per
+// rank, whatever N is, which is why the ring scales.
+void ring_all_reduce(PointToPoint& p2p, const Tensor& flat, ReduceOp op, std::ostream* trace);
 
-  Communicator& comm_;
-  const OpContext& ctx_;
-  CommStats& traffic_;
-};
-
-// Pieces of a pipelined message (send_recv_reduce): large enough that per-message
-// overhead is small, small enough that reducing one piece overlaps with the next one's
-// transfer. Measured with 2 MPI ranks (bench/allreduce.cpp): splitting a 2 MiB chunk in
-// two costs 5-10%, while 8 MiB chunks gain as much from 4 MiB pieces.
+// The ring with each step's chunk cut into kRingPieceBytes pieces and two landing buffers:
+// piece p+1 is on the wire while piece p is being added. Same messages' total, same bits
+// as ring_all_reduce; faster once a chunk spans several pieces.
+void pipelined_ring_all_reduce(PointToPoint& p2p, const Tensor& flat, ReduceOp op);
+// Large enough that per-message overhead is small, small enough that adding one piece
+// overlaps the next one's transfer. Measured with 2 MPI ranks (bench/allreduce.cpp):
+// splitting a 2 MiB chunk in two costs 5-10%, while 8 MiB chunks gain as much from 4 MiB pieces.
 constexpr int64_t kRingPieceBytes = int64_t{4} << 20;
 
-// All reduce `flat` (1-d, contiguous) in place across the group. All give every rank the
-// same bits; star and naive_ring add in rank order, as a serial loop does.
-//
-// ring: reduce-scatter then all-gather around the ring; each rank sends and receives
-// 2(N-1)/N of the buffer, whatever N is. `trace` prints each step's chunks (claim C08).
-void ring_all_reduce(PointToPoint& p2p, const Tensor& flat, ReduceOp op, std::ostream* trace);
-// naive_ring: the whole buffer is relayed 0 -> 1 -> ... -> N-1, each rank adding its own,
-// and the total relayed back around: 2(N-1) hops of the full message, one after another.
-void naive_ring_all_reduce(PointToPoint& p2p, const Tensor& flat, ReduceOp op);
-// star (parameter server): everyone sends to rank 0, which reduces and sends the result
-// back; rank 0 moves (N-1)·S each way, every other rank S (claim C07).
-void star_all_reduce(PointToPoint& p2p, const Tensor& flat, ReduceOp op);
+// ---- The naive versions.
 
-// The balanced split the ring uses: chunk c of a length-`length` buffer over n ranks is
-// [c*length/n, (c+1)*length/n), so chunk sizes differ by at most one element.
-int64_t chunk_begin(int64_t length, int chunk, int n);
+// Relay: rank 0 sends its buffer to rank 1, which adds its own and passes the sum on, ...,
+// to rank N-1, which holds the total and sends it back around the ring: 2(N-1) hops of the
+// whole message, one after another, so the time grows with N (claim C09's "naive").
+void relay_all_reduce(PointToPoint& p2p, const Tensor& flat, ReduceOp op);
+// Star, the central reduction: every rank sends its buffer to rank 0, which reduces them
+// in rank order and sends the result back. Rank 0 moves (N-1)·S each way, every other rank
+// S: rank 0 is the bottleneck (claim C07).
+void star_all_reduce(PointToPoint& p2p, const Tensor& flat, ReduceOp op);
 
 }  // namespace rg::parallel

@@ -8,7 +8,9 @@
 #include <mutex>
 #include <thread>
 
+#include "parallel/flat_parameters.h"
 #include "tensor/ops.h"
+#include "parallel/threads.h"
 #include "tensor/thread_pool.h"
 
 namespace rg::parallel {
@@ -32,78 +34,15 @@ const char* request_name(int64_t request) {
   return "unknown";
 }
 
+// What travels: the model's trainable parameters (or their gradients), one flat message per dtype.
+FlatParameters flat_parameters_of(const nn::Module& model) {
+  std::vector<Variable> trainable;
+  for (const Variable& p : model.parameters())
+    if (p.requires_grad()) trainable.push_back(p);
+  return FlatParameters(std::move(trainable));
+}
+
 }  // namespace
-
-// A model's trainable parameters grouped by dtype (in order of first appearance), each
-// group packed into one flat buffer: what travels in one message.
-class FlatParameters {
- public:
-  explicit FlatParameters(const nn::Module& model) {
-    uint64_t hash = 1469598103934665603ULL;  // FNV-1a over dtypes and shapes
-    auto mix = [&](int64_t v) { hash = (hash ^ static_cast<uint64_t>(v)) * 1099511628211ULL; };
-    for (const Variable& p : model.parameters()) {
-      if (!p.requires_grad()) continue;
-      auto group = std::find(dtypes_.begin(), dtypes_.end(), p.dtype());
-      if (group == dtypes_.end()) {
-        dtypes_.push_back(p.dtype());
-        lengths_.push_back(0);
-        group = dtypes_.end() - 1;
-      }
-      size_t g = static_cast<size_t>(group - dtypes_.begin());
-      slots_.push_back({p, g, lengths_[g]});
-      lengths_[g] += p.numel();
-      mix(static_cast<int64_t>(p.dtype()));
-      for (int64_t d : p.shape()) mix(d);
-      mix(-1);
-    }
-    structure_ = static_cast<int64_t>(hash);
-  }
-
-  int64_t structure() const { return structure_; }
-  std::vector<Tensor> make_buffers() const {
-    std::vector<Tensor> buffers;
-    for (size_t g = 0; g < dtypes_.size(); ++g) buffers.push_back(Tensor::zeros({lengths_[g]}, dtypes_[g]));
-    return buffers;
-  }
-
-  void pack_data(const std::vector<Tensor>& buffers) const {
-    for (const Slot& s : slots_) slice(buffers, s).copy_(s.param.data());
-  }
-  void pack_grads(const std::vector<Tensor>& buffers) const {
-    for (const Slot& s : slots_) {
-      if (s.param.grad().defined())
-        slice(buffers, s).copy_(s.param.grad());
-      else
-        slice(buffers, s).zero_();
-    }
-  }
-  void unpack_data(const std::vector<Tensor>& buffers) const {
-    for (const Slot& s : slots_) s.param.data().copy_(slice(buffers, s));
-  }
-  // grad += scale * buffer, creating zero gradients where there are none.
-  void add_to_grads(const std::vector<Tensor>& buffers, double scale) const {
-    for (const Slot& s : slots_) {
-      Variable p = s.param;
-      if (!p.grad().defined()) p.set_grad(zeros_like(p.data()));
-      p.grad().add_(slice(buffers, s), scale);
-    }
-  }
-
- private:
-  struct Slot {
-    Variable param;
-    size_t group;
-    int64_t offset;
-  };
-  static Tensor slice(const std::vector<Tensor>& buffers, const Slot& s) {
-    return buffers[s.group].narrow(0, s.offset, s.param.numel()).view(s.param.shape());
-  }
-
-  std::vector<DType> dtypes_;
-  std::vector<int64_t> lengths_;  // by dtype group
-  std::vector<Slot> slots_;
-  int64_t structure_ = 0;
-};
 
 int64_t AsyncPSStats::max_staleness() const {
   for (size_t t = staleness_histogram.size(); t > 0; --t)
@@ -124,7 +63,7 @@ class ParameterServer {
         pg_(pg),
         max_staleness_(options.max_staleness),
         per_update_(options.gradients_per_update > 0 ? options.gradients_per_update : pg.size() - 1),
-        flat_(*model),
+        flat_(flat_parameters_of(*model)),
         gradient_(flat_.make_buffers()),
         parameters_(flat_.make_buffers()),
         clock_(pg.size(), 0),
@@ -185,7 +124,7 @@ class ParameterServer {
              " sent an unknown request ", header[0]);
     RG_CHECK(!finished_[worker], where, ": rank ", worker, " sent a '", request_name(header[0]),
              "' request but is not a running worker");
-    RG_CHECK(header[2] == flat_.structure(), where, ": worker rank ", worker,
+    RG_CHECK(header[2] == flat_.structure_hash(), where, ": worker rank ", worker,
              "'s model has different parameters (dtypes or shapes) than the server's");
     RG_CHECK(header[1] >= 0 && header[1] <= stats_.updates, where, ": worker rank ", worker, " claims version ",
              header[1], ", but the server is at version ", stats_.updates);
@@ -264,7 +203,7 @@ AsyncPSStats run_parameter_server(const std::shared_ptr<nn::Module>& model, opti
 AsyncWorker::AsyncWorker(std::shared_ptr<nn::Module> model, std::shared_ptr<ProcessGroup> pg)
     : model_(std::move(model)),
       pg_(std::move(pg)),
-      flat_(std::make_unique<FlatParameters>(*model_)),
+      flat_(std::make_unique<FlatParameters>(flat_parameters_of(*model_))),
       buffers_(flat_->make_buffers()) {
   RG_CHECK(pg_->rank() != kServer, "AsyncWorker: rank 0 is the parameter server; workers are ranks 1..",
            pg_->size() - 1);
@@ -296,7 +235,7 @@ void AsyncWorker::finish() {
 }
 
 void AsyncWorker::request(int64_t kind) {
-  pg_->send(Tensor::from_vector<int64_t>({kind, version_, flat_->structure()}, {3}), kServer, kHeaderTag);
+  pg_->send(Tensor::from_vector<int64_t>({kind, version_, flat_->structure_hash()}, {3}), kServer, kHeaderTag);
 }
 
 void AsyncWorker::receive_parameters() {
@@ -325,32 +264,8 @@ void run_hogwild(const std::shared_ptr<nn::Module>& model, int threads,
   RG_CHECK(threads >= 1, "run_hogwild: needs at least one thread, not ", threads);
   std::vector<std::shared_ptr<nn::Module>> replicas;
   for (int t = 0; t < threads; ++t) replicas.push_back(shared_replica(*model));
-  const int pool_per_thread = std::max(1, default_num_threads() / threads);
-  std::mutex mutex;
-  std::exception_ptr first_error;
-  int failed_thread = -1;
-  std::vector<std::thread> workers;
-  for (int t = 0; t < threads; ++t) {
-    workers.emplace_back([&, t] {
-      ThreadPoolScope pool(pool_per_thread);
-      try {
-        fn(*replicas[t], t);
-      } catch (...) {
-        std::lock_guard lock(mutex);
-        if (!first_error) {
-          first_error = std::current_exception();
-          failed_thread = t;
-        }
-      }
-    });
-  }
-  for (auto& w : workers) w.join();
-  if (!first_error) return;
-  try {
-    std::rethrow_exception(first_error);
-  } catch (const std::exception& e) {
-    throw Error(detail::concat("run_hogwild: thread ", failed_thread, " failed: ", e.what()));
-  }
+  run_threads(
+      threads, std::max(1, default_num_threads() / threads), [&](int t) { fn(*replicas[t], t); }, "run_hogwild: thread");
 }
 
 }  // namespace rg::parallel

@@ -76,7 +76,7 @@ struct AsyncPSStats {
 AsyncPSStats run_parameter_server(const std::shared_ptr<nn::Module>& model, optim::Optimizer& optimizer,
                                   const std::shared_ptr<ProcessGroup>& pg, const AsyncPSOptions& options = {});
 
-class FlatParameters;  // async.cpp: a model's parameters as one flat tensor per dtype
+class FlatParameters;  // parallel/flat_parameters.h: a model's parameters as one flat tensor per dtype
 
 // A worker's end of the protocol (ranks 1..W). Construction pulls the parameters, so
 // every worker starts from the server's model whatever its own initialisation:

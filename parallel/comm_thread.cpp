@@ -9,6 +9,7 @@
 #include <optional>
 
 #include "parallel/communicator.h"
+#include "parallel/threads.h"
 #include "tensor/error.h"
 #include "tensor/thread_pool.h"
 
@@ -85,10 +86,10 @@ class WorkItem : public Work {
     if (!error) {
       try {
         fn_();
-      } catch (const std::exception& e) {
+      } catch (...) {
         error = std::current_exception();
         std::lock_guard lock(state_->mutex);
-        state_->mark_broken(e.what());
+        state_->mark_broken(current_exception_message());
       }
     }
     fn_ = nullptr;  // release the op's tensors before waking the caller

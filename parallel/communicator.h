@@ -1,10 +1,9 @@
 // What a backend provides to ProcessGroup: identity, the library's own collectives, batches
 // of point-to-point messages (all the hand-written algorithms need), a receive from any
-// rank (the parameter server's) and a gather of fingerprints for debug mode. Every method
+// rank (the parameter server's) and a gather of collective signatures for debug mode. Every method
 // runs on the group's communication thread and must give up at ctx.deadline with
 // ctx.timeout(...), so nothing waits forever.
 #pragma once
-#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -14,7 +13,22 @@
 
 namespace rg::parallel {
 
-using Clock = std::chrono::steady_clock;
+// What ranks must agree on for a collective: debug mode compares it across ranks before
+// each one (the local backend always does), and names the first difference.
+enum class OpKind : int64_t { all_reduce, broadcast, reduce, all_gather, reduce_scatter, barrier };
+const char* op_kind_name(OpKind kind);
+struct CollectiveSignature {
+  int64_t seq = 0;
+  OpKind kind = OpKind::barrier;
+  int64_t dtype = 0;  // rg::DType
+  int64_t numel = 0;
+  int64_t root = 0;                      // broadcast and reduce
+  int64_t reduce_op = 0;                 // parallel::ReduceOp, where the op reduces
+  int64_t algorithm = 0;                 // parallel::Algorithm
+  bool operator==(const CollectiveSignature&) const = default;
+};
+// "all_reduce (avg, ring) of 10 float32 (#3)", "broadcast of 4 int64 from root 0 (#0)", "barrier (#5)".
+std::string describe(const CollectiveSignature& s);
 
 // Identifies one op in error messages and carries its deadline.
 struct OpContext {
@@ -23,24 +37,12 @@ struct OpContext {
   std::string op;  // e.g. "all_reduce (ring)"
   Clock::time_point deadline;
   double timeout_s = 0;
+  const CollectiveSignature* signature = nullptr;  // a collective's; null for point-to-point ops
 
   // "rank 0: all_reduce (ring) #3 timed out after 2 s waiting for <what>"
   [[noreturn]] void timeout(const std::string& what) const;
   [[noreturn]] void fail(const std::string& what) const;  // "rank 0: all_reduce (ring) #3: <what>"
 };
-
-// What debug mode compares across ranks before a collective.
-enum class OpKind : int64_t { all_reduce, broadcast, reduce, all_gather, reduce_scatter, barrier };
-const char* op_kind_name(OpKind kind);
-struct Fingerprint {
-  int64_t seq = 0;
-  OpKind kind = OpKind::barrier;
-  int64_t dtype = 0;  // rg::DType
-  int64_t numel = 0;
-  int64_t root = 0;
-  bool operator==(const Fingerprint&) const = default;
-};
-std::string describe(const Fingerprint& f);  // "all_reduce of 10 float32", "barrier"
 
 struct P2POp {
   enum Kind { send, recv } kind;
@@ -80,8 +82,8 @@ class Communicator {
   // Receives the first user message with `tag` to arrive, from whichever rank sent it, into
   // `buffer` (contiguous; the message must fill it exactly) and returns the sender's rank.
   virtual int recv_any(const Tensor& buffer, int64_t tag, const OpContext& ctx) = 0;
-  // Every rank's fingerprint, in rank order.
-  virtual std::vector<Fingerprint> gather_fingerprints(const Fingerprint& mine, const OpContext& ctx) = 0;
+  // Every rank's signature, in rank order (debug mode).
+  virtual std::vector<CollectiveSignature> gather_signatures(const CollectiveSignature& mine, const OpContext& ctx) = 0;
   [[noreturn]] virtual void abort(int exit_code) = 0;
 };
 

@@ -1,60 +1,21 @@
 // DataParallel: single-process data parallelism over several devices of one machine
-// (PyTorch's nn.DataParallel). Each forward scatters the batch, replicates the module,
-// runs the replicas on one thread per device and gathers the outputs on device 0; the
-// backward reduces every replica's gradients into device 0's module. It counts the bytes
-// and time each phase costs, so device 0's extra load can be measured (claim C12).
+// (PyTorch's nn.DataParallel; claim C12). Each forward scatters the batch, replicates the
+// module, runs the replicas on one thread per device and gathers the outputs on device 0;
+// the backward reduces every replica's gradients into device 0's module. What each phase
+// costs is counted by an observer (parallel/data_parallel_stats.h).
 #pragma once
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <optional>
 #include <vector>
 
 #include "nn/module.h"
-#include "parallel/fault.h"
+#include "parallel/data_parallel_stats.h"
+#include "parallel/observer.h"
+#include "parallel/threads.h"
 #include "tensor/device.h"
 
 namespace rg::parallel {
-
-// One phase of DataParallel, summed over all forwards (or backwards) since the last reset.
-struct PhaseStats {
-  double seconds = 0;
-  uint64_t bytes = 0;  // copied between devices
-};
-
-// Bytes one device received from and sent to other devices.
-struct DeviceTraffic {
-  Device device;
-  uint64_t bytes_in = 0;
-  uint64_t bytes_out = 0;
-};
-
-struct DataParallelStats {
-  int64_t forwards = 0;
-  // The wrapped devices in order (devices[0] is device 0), then any other device an input
-  // came from.
-  std::vector<DeviceTraffic> devices;
-  // Forward.
-  PhaseStats scatter;    // input chunks to the replicas' devices
-  PhaseStats replicate;  // parameters and buffers from device 0 to the other replicas
-  PhaseStats apply;      // the replicas' forwards, in parallel (no copies)
-  PhaseStats gather;     // the outputs to device 0
-  // Backward, inside loss.backward().
-  PhaseStats gather_backward;  // the output's gradient, split and sent back to the replicas
-  PhaseStats reduce;           // each replica's parameter gradients to device 0 (and an input's gradient to its device)
-  double backward_seconds = 0;  // from the gather's backward until the module's last gradient is final
-};
-
-// A fault waiting for the next forward's backward (DataParallel::inject_fault).
-struct ReplicaFault {
-  size_t replica = 0;
-  GradientFault kind = GradientFault::drop;
-};
-
-namespace detail {
-class Recorder;
-class DeviceWorker;
-}  // namespace detail
 
 // Wraps `module`, which must live on devices[0], for data-parallel training over
 // `devices`: all `cuda:i`, or all virtual CPU devices `cpu:i`, no device twice.
@@ -92,22 +53,21 @@ class DataParallel {
   Variable forward(const Variable& x);
   Variable operator()(const Variable& x) { return forward(x); }
 
-  // Runs hook(i) on replica i's thread before each of its forwards. For fault injection:
-  // the training program's --straggler sleeps there, so one slow device holds up the
-  // gather as a slow GPU would.
+  // Hooks, for fault and straggler injection (parallel/fault.h):
+  // runs hook(i) on replica i's thread before each of its forwards (a --straggler sleeps
+  // there, so one slow device holds up the gather as a slow GPU would);
   void set_before_replica_forward(std::function<void(size_t replica)> hook) {
     before_replica_forward_ = std::move(hook);
   }
-
-  // Applies `fault` to replica `replica`'s share of the next forward's backward, at the
-  // gather: drop zeroes its slice of the output gradient, so its samples add nothing to
-  // the module's gradients; corrupt adds 1 to every element of that slice, so every
-  // gradient it sends back is wrong. One model, so nothing drifts: only the loss shows it.
-  void inject_fault(size_t replica, GradientFault fault);
+  // in backward, hook(i, slice) is what replica i receives of the output's gradient.
+  using OutputGradientHook = std::function<Tensor(size_t replica, const Tensor& slice)>;
+  void set_output_gradient_hook(OutputGradientHook hook) { output_gradient_hook_ = std::move(hook); }
 
   // Bytes and seconds since construction or the last reset_stats().
-  DataParallelStats stats() const;
-  void reset_stats();
+  DataParallelStats stats() const { return stats_->snapshot(); }
+  void reset_stats() { stats_->reset(); }
+  // Also reports every phase and copy to `observer` (null: none); call between steps.
+  void set_observer(Observer* observer) { observers_->set_second(observer); }
 
   const std::shared_ptr<nn::Module>& module() const { return module_; }
   const std::vector<Device>& devices() const { return devices_; }
@@ -122,11 +82,11 @@ class DataParallel {
   std::shared_ptr<nn::Module> module_;
   std::vector<Device> devices_;
   std::vector<std::shared_ptr<nn::Module>> replicas_;  // replicas_[0] is module_
-  std::vector<std::unique_ptr<detail::DeviceWorker>> workers_;  // one thread per device
-  std::shared_ptr<detail::Recorder> recorder_;  // shared with the graph's backward closures
-  std::vector<std::pair<Variable, int>> hooks_;  // the module's parameters and their grad-ready hook ids
+  std::vector<std::unique_ptr<WorkerThread>> workers_;  // one thread per device
+  std::shared_ptr<DataParallelStatsCounter> stats_;
+  std::shared_ptr<ObserverTee> observers_;  // stats_, then the user's; shared with the graph's backward closures
   std::function<void(size_t)> before_replica_forward_;
-  std::optional<ReplicaFault> pending_fault_;
+  OutputGradientHook output_gradient_hook_;
 };
 
 }  // namespace rg::parallel

@@ -1,58 +1,52 @@
 // DistributedDataParallel: one model replica per rank, kept identical by averaging the
-// gradients after every backward. Gradients live in flat buckets (reverse registration
-// order) that are all-reduced asynchronously from the gradient-ready hooks, so
-// communication overlaps the rest of backward (DESIGN.md section 6, claims C02, C03, C14).
+// gradients in every backward (DESIGN.md section 6; claims C02, C03, C13, C14). The wrapper
+// checks and broadcasts the model at construction, watches each parameter's gradient with
+// an autograd hook and tells its Reducer (parallel/reducer.h), which decides when and how
+// the gradients are all-reduced.
 #pragma once
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "nn/module.h"
-#include "parallel/fault.h"
 #include "parallel/process_group.h"
-#include "report/trace.h"
+#include "parallel/reducer.h"
 
 namespace rg::parallel {
 
 struct DDPOptions {
-  double bucket_cap_mb = 25;  // later buckets hold up to this many MB of gradients
-  double first_bucket_mb = 1;  // the first bucket is small so its all-reduce starts early
+  ReducerKind reducer = ReducerKind::bucketed;
+  double bucket_cap_mb = 25;   // bucketed: later buckets hold up to this many MB of gradients
+  double first_bucket_mb = 1;  // bucketed: the first bucket is small so its all-reduce starts early
   // Find the parameters a forward did not use (by walking its graph) and count them as
   // ready, so their buckets still complete. Off: such a parameter is an error, reported
   // at the next forward.
   bool find_unused_parameters = false;
   Algorithm algorithm = Algorithm::library;
-  int64_t check_every = 0;  // run check_consistency() every N forwards; 0: never
+  // Run check_consistency() every N forwards; 0: never, unless the group is in debug mode
+  // (RINGGRAD_DISTRIBUTED_DEBUG=detail), which checks every forward.
+  int64_t check_every = 0;
   // Broadcast the buffers (e.g. BatchNorm running statistics) from rank 0 before every
   // forward, as PyTorch does by default, so evaluation on any rank sees rank 0's.
   bool broadcast_buffers = true;
-  // Records each bucket's launch and the waits for all-reduces as trace events (the
-  // all-reduces themselves come from ProcessGroup::set_trace). Must outlive the wrapper.
-  report::TraceRecorder* trace = nullptr;
-};
-
-// One bucket: consecutive parameters (in reverse registration order) of one dtype whose
-// gradients are views into `flat`.
-struct DDPBucket {
-  Tensor flat;
-  std::vector<std::string> names;
+  // Broadcast rank 0's parameters and buffers at construction (PyTorch's init_sync). Off,
+  // each rank keeps its own initial values: the replicas start different and stay
+  // different (claim C03 shows the drift).
+  bool init_sync = true;
+  // Told of every bucket launch and wait (e.g. a TraceObserver); must outlive the wrapper.
+  Observer* observer = nullptr;
 };
 
 // Wraps a model for data-parallel training over `pg`. Construction is a collective: it
-// checks that every rank has the same parameters and buffers (names, shapes, dtypes),
-// then broadcasts their values from rank 0. Each parameter's grad becomes a view into its
-// bucket, so the engine accumulates straight into the buffer that is all-reduced
-// (PyTorch's gradient_as_bucket_view); zero_grad() keeps the views, and grads dropped with
-// set_to_none are re-attached at the next forward.
+// checks that every rank has the same parameters and buffers (names, shapes, dtypes), then
+// broadcasts their values from rank 0 (unless init_sync is off).
 //
-// The engine has no end-of-backward callback, so the hook that completes the last bucket
-// (the one holding the first-registered parameters) waits for every bucket's all-reduce:
-// when loss.backward() returns, every gradient is averaged and the optimizer can step.
-// Buckets are launched strictly in bucket order, so every rank issues the same sequence
-// of collectives whatever order its gradients became ready in.
+// The engine has no end-of-backward callback, so the hook of the last parameter to get its
+// gradient ends the backward's communication: the reducer's finish_backward() waits for
+// every all-reduce, and when loss.backward() returns every gradient is averaged, ready for
+// the optimizer. Two backward passes through one forward are an error (as in PyTorch).
 class DistributedDataParallel {
  public:
   DistributedDataParallel(std::shared_ptr<nn::Module> model, std::shared_ptr<ProcessGroup> pg,
@@ -61,7 +55,8 @@ class DistributedDataParallel {
   DistributedDataParallel(const DistributedDataParallel&) = delete;
   DistributedDataParallel& operator=(const DistributedDataParallel&) = delete;
 
-  // model->forward(x), after checking the previous backward synchronised every bucket.
+  // model->forward(x), after checking that the previous backward synchronised everything
+  // and that the model still holds the Variables wrapped.
   Variable forward(const Variable& x);
   Variable operator()(const Variable& x) { return forward(x); }
 
@@ -91,65 +86,39 @@ class DistributedDataParallel {
   // others never join; this throws at once instead, naming the counts per rank.
   void check_even_inputs(int64_t batches);
 
-  // Replaces DDPOptions::trace (null: stop tracing); call between steps.
-  void set_trace(report::TraceRecorder* trace) { options_.trace = trace; }
+  // How each bucket of gradients is averaged (PyTorch's register_comm_hook). The current
+  // hook can be wrapped: ddp.register_comm_hook(injector.wrap(ddp.comm_hook())).
+  void register_comm_hook(CommHook hook) { reducer_->set_comm_hook(std::move(hook)); }
+  const CommHook& comm_hook() const { return reducer_->comm_hook(); }
+  // Replaces DDPOptions::observer (null: none); call between steps.
+  void set_observer(Observer* observer) { reducer_->set_observer(observer); }
 
-  // Applies `fault` to this rank's next backward that synchronises gradients:
-  //   drop: this rank contributes zeros to every bucket; the average misses its gradient,
-  //     but every rank applies the same update, so the replicas stay identical.
-  //   corrupt: after the all-reduce, this rank adds 1 to the first bucket's first
-  //     parameter's gradient; its replica drifts away, which check_consistency() reports.
-  void inject_fault(GradientFault fault) { pending_fault_ = fault; }
-
-  // Called with the bucket index each time a bucket's all-reduce is launched (tracing).
-  void on_bucket_launch(std::function<void(size_t bucket)> observer) { launch_observer_ = std::move(observer); }
-
-  const std::vector<DDPBucket>& buckets() const { return buckets_; }
+  const Reducer& reducer() const { return *reducer_; }
   const std::shared_ptr<nn::Module>& module() const { return model_; }
   ProcessGroup& process_group() const { return *pg_; }
 
  private:
-  struct Slot {  // one parameter in its bucket
-    Variable param;
-    std::string name;
-    Tensor data;  // the parameter's data tensor at wrap time
-    size_t bucket;
-    Tensor grad_view;
-    int hook_id;
-  };
-
-  void verify_same_structure();
-  void broadcast_state();
-  void build_buckets();
-  void attach_grad_view(Slot& slot);
-  void attach_grad_views();
   void install_hooks();
-  void mark_ready(size_t slot);
-  void launch_ready_buckets();
-  void launch(size_t bucket);
-  void wait_for_buckets();
-  void corrupt_first_gradient();
+  void gradient_ready(size_t index);
+  void finish_backward();
   void check_previous_backward();
-  void mark_unused_ready(const Variable& output);
+  std::vector<size_t> unused_parameters(const Variable& output) const;
   void reset_readiness();
-  std::string local_structure_problem() const;
 
   std::shared_ptr<nn::Module> model_;
   std::shared_ptr<ProcessGroup> pg_;
   DDPOptions options_;
-  std::vector<Slot> slots_;
-  std::vector<DDPBucket> buckets_;
-  std::vector<int64_t> pending_;  // per bucket: gradients not yet ready in this backward
-  std::vector<bool> ready_;        // per slot, this backward
-  std::vector<std::shared_ptr<Work>> works_;
-  size_t next_launch_ = 0;  // buckets launch in order: all before this one are launched
+  std::vector<NamedParameter> parameters_;  // the trainable ones, registration order
+  std::vector<Tensor> wrapped_data_;         // their data at wrap time, to notice edits
+  std::vector<int> hook_ids_;
+  std::unique_ptr<Reducer> reducer_;
+  std::vector<bool> ready_;       // per parameter, this backward
+  size_t ready_count_ = 0;
+  std::vector<size_t> unused_;    // found at forward; reported ready when backward begins
   bool backward_started_ = false;
-  bool sync_enabled_ = true;     // false inside no_sync()
+  bool sync_enabled_ = true;        // false inside no_sync()
   bool sync_this_backward_ = true;  // sync_enabled_ at the last forward
   int64_t forwards_ = 0;
-  std::function<void(size_t)> launch_observer_;
-  std::optional<GradientFault> pending_fault_;
-  std::optional<GradientFault> active_fault_;  // the fault of the backward in progress
 };
 
 }  // namespace rg::parallel

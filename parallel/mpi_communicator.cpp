@@ -260,13 +260,14 @@ int MpiCommunicator::recv_any(const Tensor& buffer, int64_t tag, const OpContext
   return status.MPI_SOURCE;
 }
 
-std::vector<Fingerprint> MpiCommunicator::gather_fingerprints(const Fingerprint& mine, const OpContext& ctx) {
-  static_assert(sizeof(Fingerprint) == 5 * sizeof(int64_t));
-  std::vector<Fingerprint> all(size_);
+std::vector<CollectiveSignature> MpiCommunicator::gather_signatures(const CollectiveSignature& mine, const OpContext& ctx) {
+  constexpr int kWords = sizeof(CollectiveSignature) / sizeof(int64_t);
+  static_assert(sizeof(CollectiveSignature) == kWords * sizeof(int64_t));
+  std::vector<CollectiveSignature> all(size_);
   MPI_Request request;
-  check_mpi(MPI_Iallgather(&mine, 5, MPI_INT64_T, all.data(), 5, MPI_INT64_T, control_, &request), "MPI_Iallgather",
-            rank_);
-  wait_one(request, ctx, "the debug fingerprint exchange");
+  check_mpi(MPI_Iallgather(&mine, kWords, MPI_INT64_T, all.data(), kWords, MPI_INT64_T, control_, &request),
+            "MPI_Iallgather", rank_);
+  wait_one(request, ctx, "the debug signature exchange");
   return all;
 }
 

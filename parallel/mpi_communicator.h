@@ -1,5 +1,5 @@
 // The `mpi` backend's communicator, shared with the nccl backend (which bootstraps and
-// exchanges debug fingerprints over MPI). MPI runs at MPI_THREAD_MULTIPLE: the group's
+// exchanges debug signatures over MPI). MPI runs at MPI_THREAD_MULTIPLE: the group's
 // communication thread makes the calls, while the program may call MPI itself.
 #pragma once
 #include <mpi.h>
@@ -42,7 +42,7 @@ class MpiCommunicator : public Communicator {
   void barrier(const OpContext& ctx) override;
   std::unique_ptr<P2PRequest> start_p2p(const std::vector<P2POp>& ops, Channel channel, int64_t tag) override;
   int recv_any(const Tensor& buffer, int64_t tag, const OpContext& ctx) override;
-  std::vector<Fingerprint> gather_fingerprints(const Fingerprint& mine, const OpContext& ctx) override;
+  std::vector<CollectiveSignature> gather_signatures(const CollectiveSignature& mine, const OpContext& ctx) override;
   [[noreturn]] void abort(int exit_code) override;
 
  private:
@@ -50,7 +50,7 @@ class MpiCommunicator : public Communicator {
 
   int rank_ = 0, size_ = 1, local_rank_ = 0;
   // Separate communicators keep library collectives and the hand-written algorithms'
-  // messages (collective_), user send/recv (user_) and debug fingerprints (control_)
+  // messages (collective_), user send/recv (user_) and debug signatures (control_)
   // from ever matching one another.
   MPI_Comm collective_ = MPI_COMM_NULL, user_ = MPI_COMM_NULL, control_ = MPI_COMM_NULL;
 };

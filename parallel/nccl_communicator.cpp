@@ -144,8 +144,8 @@ class NcclCommunicator : public Communicator {
              "run the parameter server over the mpi backend");
   }
 
-  std::vector<Fingerprint> gather_fingerprints(const Fingerprint& mine, const OpContext& ctx) override {
-    return mpi_.gather_fingerprints(mine, ctx);
+  std::vector<CollectiveSignature> gather_signatures(const CollectiveSignature& mine, const OpContext& ctx) override {
+    return mpi_.gather_signatures(mine, ctx);
   }
   [[noreturn]] void abort(int exit_code) override { mpi_.abort(exit_code); }
 

@@ -1,7 +1,7 @@
 // ProcessGroup: argument checks on the caller's thread, then each op handed to the
 // CommThread (queued, or run at once for an idle blocking call) with its sequence number,
-// deadline, optional debug fingerprint check and traffic count. Which backend moves the
-// bytes is the Communicator's business.
+// deadline and optional debug signature check; when it ends, its traffic goes to the
+// observers. Which backend moves the bytes is the Communicator's business.
 #include "parallel/process_group.h"
 
 #include <algorithm>
@@ -77,16 +77,24 @@ const char* algorithm_name(Algorithm algorithm) {
   switch (algorithm) {
     case Algorithm::library: return "library";
     case Algorithm::ring: return "ring";
-    case Algorithm::naive_ring: return "naive_ring";
+    case Algorithm::pipelined_ring: return "pipelined_ring";
+    case Algorithm::relay: return "relay";
     case Algorithm::star: return "star";
   }
   return "?";
 }
 
+const std::vector<Algorithm>& all_algorithms() {
+  static const std::vector<Algorithm> all{Algorithm::library, Algorithm::ring, Algorithm::pipelined_ring,
+                                          Algorithm::relay, Algorithm::star};
+  return all;
+}
+
 Algorithm parse_algorithm(const std::string& name) {
-  for (Algorithm a : {Algorithm::library, Algorithm::ring, Algorithm::naive_ring, Algorithm::star})
+  if (name == "naive_ring") return Algorithm::relay;  // the name before the ring and the relay were told apart
+  for (Algorithm a : all_algorithms())
     if (name == algorithm_name(a)) return a;
-  RG_THROW("unknown all-reduce algorithm '", name, "' (library, ring, naive_ring, star)");
+  RG_THROW("unknown all-reduce algorithm '", name, "' (library, ring, pipelined_ring, relay, star)");
 }
 
 const char* op_kind_name(OpKind kind) {
@@ -101,12 +109,22 @@ const char* op_kind_name(OpKind kind) {
   return "?";
 }
 
-std::string describe(const Fingerprint& f) {
-  std::string text = op_kind_name(f.kind);
-  if (f.kind != OpKind::barrier)
-    text += detail::concat(" of ", f.numel, " ", dtype_name(static_cast<DType>(f.dtype)));
-  if (f.kind == OpKind::broadcast || f.kind == OpKind::reduce) text += detail::concat(" from root ", f.root);
-  return text + detail::concat(" (#", f.seq, ")");
+std::string describe(const CollectiveSignature& s) {
+  std::string text = op_kind_name(s.kind);
+  const bool reduces = s.kind == OpKind::all_reduce || s.kind == OpKind::reduce || s.kind == OpKind::reduce_scatter;
+  const auto algorithm = static_cast<Algorithm>(s.algorithm);
+  // all_reduce always names its algorithm; the others only when it is not the library's.
+  const bool named = s.kind == OpKind::all_reduce || algorithm != Algorithm::library;
+  if (reduces && named)
+    text += detail::concat(" (", reduce_op_name(static_cast<ReduceOp>(s.reduce_op)), ", ", algorithm_name(algorithm), ")");
+  else if (reduces)
+    text += detail::concat(" (", reduce_op_name(static_cast<ReduceOp>(s.reduce_op)), ")");
+  else if (named)
+    text += detail::concat(" (", algorithm_name(algorithm), ")");
+  if (s.kind != OpKind::barrier)
+    text += detail::concat(" of ", s.numel, " ", dtype_name(static_cast<DType>(s.dtype)));
+  if (s.kind == OpKind::broadcast || s.kind == OpKind::reduce) text += detail::concat(" from root ", s.root);
+  return text + detail::concat(" (#", s.seq, ")");
 }
 
 void OpContext::timeout(const std::string& what) const {
@@ -127,11 +145,37 @@ void divide_by(const Tensor& t, int n) {
   backend_for(t).binary_scalar(BinaryOp::div, t, static_cast<double>(n), t);
 }
 
+// The group's own observer: sums what every op moved, for stats().
+class TrafficCounter : public Observer {
+ public:
+  void op_finished(const OpRecord& op) override {
+    std::lock_guard lock(mutex_);
+    totals_.bytes_sent += op.bytes_sent;
+    totals_.bytes_received += op.bytes_received;
+    totals_.seconds += std::chrono::duration<double>(op.end - op.start).count();
+    totals_.operations += 1;
+  }
+  CommStats totals() const {
+    std::lock_guard lock(mutex_);
+    return totals_;
+  }
+  void reset() {
+    std::lock_guard lock(mutex_);
+    totals_ = {};
+  }
+
+ private:
+  mutable std::mutex mutex_;
+  CommStats totals_;
+};
+
 ProcessGroup::ProcessGroup(std::unique_ptr<Communicator> comm, const ProcessGroupOptions& options)
     : comm_(std::move(comm)),
       algorithm_(options.algorithm),
       timeout_s_(resolve_timeout(options.timeout_s)),
       debug_(resolve_debug(options.debug)),
+      counter_(std::make_shared<TrafficCounter>()),
+      observers_(counter_),
       thread_(std::make_unique<CommThread>(timeout_s_)) {}
 
 ProcessGroup::~ProcessGroup() = default;
@@ -146,15 +190,8 @@ void ProcessGroup::abort(int exit_code) {
   std::_Exit(exit_code);  // not reached: every backend's abort ends the process
 }
 
-CommStats ProcessGroup::stats() const {
-  std::lock_guard lock(stats_mutex_);
-  return stats_;
-}
-
-void ProcessGroup::reset_stats() {
-  std::lock_guard lock(stats_mutex_);
-  stats_ = {};
-}
+CommStats ProcessGroup::stats() const { return counter_->totals(); }
+void ProcessGroup::reset_stats() { counter_->reset(); }
 
 void ProcessGroup::check_tensor(const Tensor& t, const char* what) const {
   RG_CHECK(t.defined(), what, ": the tensor is undefined");
@@ -166,37 +203,27 @@ void ProcessGroup::check_rank(int peer, const char* what) const {
   RG_CHECK(peer >= 0 && peer < size(), what, ": rank ", peer, " is not in a group of ", size());
 }
 
-std::shared_ptr<Work> ProcessGroup::submit(std::optional<Fingerprint> fingerprint, const std::string& label,
+std::shared_ptr<Work> ProcessGroup::submit(std::optional<CollectiveSignature> signature, const std::string& label,
                                            Body body) {
   thread_->check_not_broken();
-  int64_t seq = fingerprint ? next_seq_++ : next_p2p_seq_++;
-  if (fingerprint) fingerprint->seq = seq;
+  int64_t seq = signature ? next_seq_++ : next_p2p_seq_++;
+  if (signature) signature->seq = seq;
   std::string description = detail::concat("rank ", rank(), ": ", label, " #", seq);
   bool caller_waits = std::exchange(blocking_call_, false);
-  return thread_->submit(description, [this, fingerprint, label, seq, body = std::move(body)] {
-    auto start = Clock::now();
+  return thread_->submit(description, [this, signature, label, seq, body = std::move(body)] {
+    const auto start = Clock::now();
     OpContext ctx{rank(), seq, label,
                   start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_s_)),
-                  timeout_s_};
-    if (fingerprint && debug_) check_fingerprints(*fingerprint, ctx);
-    report::TraceRecorder* trace = trace_;
-    const int64_t trace_start = trace ? trace->now_us() : 0;
+                  timeout_s_, signature ? &*signature : nullptr};
+    if (signature && debug_) check_signatures(*signature, ctx);
     CommStats traffic;
     body(ctx, traffic);
-    if (trace) {
-      trace->record(label, "comm", trace_start, trace->now_us() - trace_start,
-                    {{"seq", seq}, {"bytes", static_cast<int64_t>(traffic.bytes_sent)}});
-    }
-    std::lock_guard lock(stats_mutex_);
-    stats_.bytes_sent += traffic.bytes_sent;
-    stats_.bytes_received += traffic.bytes_received;
-    stats_.seconds += std::chrono::duration<double>(Clock::now() - start).count();
-    stats_.operations += 1;
+    observers_.op_finished({label, seq, traffic.bytes_sent, traffic.bytes_received, start, Clock::now()});
   }, caller_waits);
 }
 
-void ProcessGroup::check_fingerprints(const Fingerprint& mine, const OpContext& ctx) {
-  std::vector<Fingerprint> all = comm_->gather_fingerprints(mine, ctx);
+void ProcessGroup::check_signatures(const CollectiveSignature& mine, const OpContext& ctx) {
+  std::vector<CollectiveSignature> all = comm_->gather_signatures(mine, ctx);
   std::string mismatch;
   for (size_t r = 1; r < all.size(); ++r)
     if (!(all[r] == all[0])) mismatch += detail::concat(", rank ", r, " ", describe(all[r]));
@@ -205,16 +232,33 @@ void ProcessGroup::check_fingerprints(const Fingerprint& mine, const OpContext& 
              mismatch);
 }
 
+namespace {
+CollectiveSignature signature_of(OpKind kind, const Tensor& t, int64_t root = 0, ReduceOp op = ReduceOp::sum,
+                                 Algorithm algorithm = Algorithm::library) {
+  return {0, kind, static_cast<int64_t>(t.dtype()), t.numel(), root, static_cast<int64_t>(op),
+          static_cast<int64_t>(algorithm)};
+}
+
+void check_floating_for_avg(ReduceOp op, const Tensor& t, const char* what) {
+  RG_CHECK(op != ReduceOp::avg || is_floating(t.dtype()), what, ": avg needs a floating dtype, not ",
+           dtype_name(t.dtype()));
+}
+
+void check_library_or_ring(Algorithm algorithm, const char* what) {
+  RG_CHECK(algorithm == Algorithm::library || algorithm == Algorithm::ring, what, ": the ", algorithm_name(algorithm),
+           " algorithm does not implement it (library or ring)");
+}
+}  // namespace
+
 std::shared_ptr<Work> ProcessGroup::all_reduce_async(const Tensor& t, const AllReduceOptions& options) {
   check_tensor(t, "all_reduce");
-  RG_CHECK(options.op != ReduceOp::avg || is_floating(t.dtype()), "all_reduce: avg needs a floating dtype, not ",
-           dtype_name(t.dtype()));
-  Algorithm algorithm = options.algorithm.value_or(algorithm_);
+  check_floating_for_avg(options.op, t, "all_reduce");
+  const Algorithm algorithm = options.algorithm.value_or(algorithm_);
   RG_CHECK(algorithm == Algorithm::library || is_floating(t.dtype()), "all_reduce: the ", algorithm_name(algorithm),
            " algorithm handles float32 and float64, not ", dtype_name(t.dtype()));
-  Fingerprint fp{0, OpKind::all_reduce, static_cast<int64_t>(t.dtype()), t.numel(), 0};
-  std::string label = detail::concat("all_reduce (", algorithm_name(algorithm), ")");
-  return submit(fp, label, [this, t, options, algorithm](const OpContext& ctx, CommStats& traffic) {
+  const std::string label = detail::concat("all_reduce (", algorithm_name(algorithm), ")");
+  return submit(signature_of(OpKind::all_reduce, t, 0, options.op, algorithm), label,
+                [this, t, options, algorithm](const OpContext& ctx, CommStats& traffic) {
     on_flat(t, [&](const Tensor& flat) {
       PointToPoint p2p(*comm_, ctx, traffic);
       switch (algorithm) {
@@ -224,7 +268,8 @@ std::shared_ptr<Work> ProcessGroup::all_reduce_async(const Tensor& t, const AllR
           traffic.bytes_received += flat.nbytes();
           break;
         case Algorithm::ring: ring_all_reduce(p2p, flat, options.op, options.trace); break;
-        case Algorithm::naive_ring: naive_ring_all_reduce(p2p, flat, options.op); break;
+        case Algorithm::pipelined_ring: pipelined_ring_all_reduce(p2p, flat, options.op); break;
+        case Algorithm::relay: relay_all_reduce(p2p, flat, options.op); break;
         case Algorithm::star: star_all_reduce(p2p, flat, options.op); break;
       }
     });
@@ -234,8 +279,8 @@ std::shared_ptr<Work> ProcessGroup::all_reduce_async(const Tensor& t, const AllR
 std::shared_ptr<Work> ProcessGroup::broadcast_async(const Tensor& t, int root) {
   check_tensor(t, "broadcast");
   check_rank(root, "broadcast");
-  Fingerprint fp{0, OpKind::broadcast, static_cast<int64_t>(t.dtype()), t.numel(), root};
-  return submit(fp, "broadcast", [this, t, root](const OpContext& ctx, CommStats& traffic) {
+  return submit(signature_of(OpKind::broadcast, t, root), "broadcast",
+                [this, t, root](const OpContext& ctx, CommStats& traffic) {
     on_flat(t, [&](const Tensor& flat) { comm_->broadcast(flat, root, ctx); });
     (rank() == root ? traffic.bytes_sent : traffic.bytes_received) += t.nbytes();
   });
@@ -244,50 +289,74 @@ std::shared_ptr<Work> ProcessGroup::broadcast_async(const Tensor& t, int root) {
 std::shared_ptr<Work> ProcessGroup::reduce_async(const Tensor& t, int root, ReduceOp op) {
   check_tensor(t, "reduce");
   check_rank(root, "reduce");
-  RG_CHECK(op != ReduceOp::avg || is_floating(t.dtype()), "reduce: avg needs a floating dtype, not ",
-           dtype_name(t.dtype()));
-  Fingerprint fp{0, OpKind::reduce, static_cast<int64_t>(t.dtype()), t.numel(), root};
-  return submit(fp, "reduce", [this, t, root, op](const OpContext& ctx, CommStats& traffic) {
+  check_floating_for_avg(op, t, "reduce");
+  return submit(signature_of(OpKind::reduce, t, root, op), "reduce",
+                [this, t, root, op](const OpContext& ctx, CommStats& traffic) {
     on_flat(t, [&](const Tensor& flat) { comm_->reduce(flat, root, op, ctx); });
     (rank() == root ? traffic.bytes_received : traffic.bytes_sent) += t.nbytes();
   });
 }
 
-std::shared_ptr<Work> ProcessGroup::all_gather_async(const Tensor& output, const Tensor& input) {
+std::shared_ptr<Work> ProcessGroup::all_gather_async(const Tensor& output, const Tensor& input,
+                                                     const AllGatherOptions& options) {
   check_tensor(output, "all_gather");
   check_tensor(input, "all_gather");
+  check_library_or_ring(options.algorithm, "all_gather");
   RG_CHECK(output.dtype() == input.dtype() && output.numel() == input.numel() * size(), "all_gather: the output (",
            output.numel(), " ", dtype_name(output.dtype()), ") must hold ", size(), " x the input (", input.numel(),
            " ", dtype_name(input.dtype()), ")");
-  Fingerprint fp{0, OpKind::all_gather, static_cast<int64_t>(input.dtype()), input.numel(), 0};
-  return submit(fp, "all_gather", [this, output, input](const OpContext& ctx, CommStats& traffic) {
+  const std::string label = detail::concat("all_gather (", algorithm_name(options.algorithm), ")");
+  return submit(signature_of(OpKind::all_gather, input, 0, ReduceOp::sum, options.algorithm), label,
+                [this, output, input, options](const OpContext& ctx, CommStats& traffic) {
     Tensor in = input.contiguous().view({input.numel()});
-    on_flat(output, [&](const Tensor& out) { comm_->all_gather(out, in, ctx); });
-    traffic.bytes_sent += input.nbytes();
-    traffic.bytes_received += output.nbytes();
+    on_flat(output, [&](const Tensor& out) {
+      if (options.algorithm == Algorithm::ring) {
+        // The ring passes chunks of one buffer: this rank's input goes in as its chunk.
+        chunk_of(out, rank(), size()).copy_(in);
+        PointToPoint p2p(*comm_, ctx, traffic);
+        ring_all_gather(p2p, out, options.trace);
+        return;
+      }
+      comm_->all_gather(out, in, ctx);
+      traffic.bytes_sent += input.nbytes();
+      traffic.bytes_received += output.nbytes();
+    });
   });
 }
 
-std::shared_ptr<Work> ProcessGroup::reduce_scatter_async(const Tensor& output, const Tensor& input, ReduceOp op) {
+std::shared_ptr<Work> ProcessGroup::reduce_scatter_async(const Tensor& output, const Tensor& input,
+                                                         const ReduceScatterOptions& options) {
   check_tensor(output, "reduce_scatter");
   check_tensor(input, "reduce_scatter");
+  check_library_or_ring(options.algorithm, "reduce_scatter");
   RG_CHECK(output.dtype() == input.dtype() && input.numel() == output.numel() * size(), "reduce_scatter: the input (",
            input.numel(), " ", dtype_name(input.dtype()), ") must hold ", size(), " x the output (", output.numel(),
            " ", dtype_name(output.dtype()), ")");
-  RG_CHECK(op != ReduceOp::avg || is_floating(input.dtype()), "reduce_scatter: avg needs a floating dtype, not ",
-           dtype_name(input.dtype()));
-  Fingerprint fp{0, OpKind::reduce_scatter, static_cast<int64_t>(input.dtype()), input.numel(), 0};
-  return submit(fp, "reduce_scatter", [this, output, input, op](const OpContext& ctx, CommStats& traffic) {
-    Tensor in = input.contiguous().view({input.numel()});
-    on_flat(output, [&](const Tensor& out) { comm_->reduce_scatter(out, in, op, ctx); });
-    traffic.bytes_sent += input.nbytes();
-    traffic.bytes_received += output.nbytes();
+  check_floating_for_avg(options.op, input, "reduce_scatter");
+  RG_CHECK(options.algorithm == Algorithm::library || is_floating(input.dtype()),
+           "reduce_scatter: the ring algorithm handles float32 and float64, not ", dtype_name(input.dtype()));
+  const std::string label = detail::concat("reduce_scatter (", algorithm_name(options.algorithm), ")");
+  return submit(signature_of(OpKind::reduce_scatter, input, 0, options.op, options.algorithm), label,
+                [this, output, input, options](const OpContext& ctx, CommStats& traffic) {
+    on_flat(output, [&](const Tensor& out) {
+      if (options.algorithm == Algorithm::ring) {
+        // The ring reduces in place: work on a copy, so the caller's input stays as it was.
+        Tensor scratch = input.contiguous().view({input.numel()}).clone();
+        PointToPoint p2p(*comm_, ctx, traffic);
+        ring_reduce_scatter(p2p, scratch, options.op, options.trace);
+        out.copy_(chunk_of(scratch, rank(), size()));
+        if (options.op == ReduceOp::avg) divide_by(out, size());
+        return;
+      }
+      comm_->reduce_scatter(out, input.contiguous().view({input.numel()}), options.op, ctx);
+      traffic.bytes_sent += input.nbytes();
+      traffic.bytes_received += output.nbytes();
+    });
   });
 }
 
 std::shared_ptr<Work> ProcessGroup::barrier_async() {
-  Fingerprint fp{0, OpKind::barrier, 0, 0, 0};
-  return submit(fp, "barrier", [this](const OpContext& ctx, CommStats&) { comm_->barrier(ctx); });
+  return submit(CollectiveSignature{}, "barrier", [this](const OpContext& ctx, CommStats&) { comm_->barrier(ctx); });
 }
 
 std::shared_ptr<Work> ProcessGroup::send_async(const Tensor& t, int dst, int tag) {
@@ -341,11 +410,11 @@ void ProcessGroup::broadcast(const Tensor& t, int root) {
 void ProcessGroup::reduce(const Tensor& t, int root, ReduceOp op) {
   blocking([&] { return reduce_async(t, root, op); });
 }
-void ProcessGroup::all_gather(const Tensor& output, const Tensor& input) {
-  blocking([&] { return all_gather_async(output, input); });
+void ProcessGroup::all_gather(const Tensor& output, const Tensor& input, const AllGatherOptions& options) {
+  blocking([&] { return all_gather_async(output, input, options); });
 }
-void ProcessGroup::reduce_scatter(const Tensor& output, const Tensor& input, ReduceOp op) {
-  blocking([&] { return reduce_scatter_async(output, input, op); });
+void ProcessGroup::reduce_scatter(const Tensor& output, const Tensor& input, const ReduceScatterOptions& options) {
+  blocking([&] { return reduce_scatter_async(output, input, options); });
 }
 void ProcessGroup::barrier() {
   blocking([&] { return barrier_async(); });

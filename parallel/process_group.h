@@ -12,19 +12,22 @@
 #include <string>
 #include <vector>
 
-#include "report/trace.h"
+#include "parallel/observer.h"
 #include "tensor/tensor.h"
 
 namespace rg::parallel {
 
 enum class ReduceOp { sum, avg, max, min };  // avg needs a floating dtype
-// How all_reduce moves data: the backend's own collective, or one of the hand-written
-// algorithms of parallel/algorithms.cpp built on point-to-point messages.
-enum class Algorithm { library, ring, naive_ring, star };
+// How a collective moves data: the backend's own (MPI's or NCCL's), or one of the
+// hand-written algorithms of parallel/algorithms.h built on point-to-point messages.
+enum class Algorithm { library, ring, pipelined_ring, relay, star };
 
 const char* reduce_op_name(ReduceOp op);
 const char* algorithm_name(Algorithm algorithm);
-Algorithm parse_algorithm(const std::string& name);  // "library", "ring", "naive_ring", "star"
+// "library", "ring", "pipelined_ring", "relay", "star"; the older spelling "naive_ring"
+// still means relay.
+Algorithm parse_algorithm(const std::string& name);
+const std::vector<Algorithm>& all_algorithms();
 
 struct ProcessGroupOptions {
   std::string backend = "local";             // "local", "mpi" or "nccl"
@@ -36,7 +39,19 @@ struct ProcessGroupOptions {
 struct AllReduceOptions {
   ReduceOp op = ReduceOp::sum;
   std::optional<Algorithm> algorithm = std::nullopt;  // unset: the group's
-  std::ostream* trace = nullptr;       // ring only: print which chunk each rank passes at each step
+  std::ostream* trace = nullptr;  // ring: print which chunk each rank passes at each step
+};
+
+// reduce_scatter and all_gather run the library's collective unless `algorithm` is ring
+// (ring_reduce_scatter / ring_all_gather); the group's all_reduce default does not apply.
+struct ReduceScatterOptions {
+  ReduceOp op = ReduceOp::sum;
+  Algorithm algorithm = Algorithm::library;  // library or ring
+  std::ostream* trace = nullptr;
+};
+struct AllGatherOptions {
+  Algorithm algorithm = Algorithm::library;  // library or ring
+  std::ostream* trace = nullptr;
 };
 
 // Traffic of one rank since the last reset_stats(). Hand-written algorithms count every
@@ -66,8 +81,9 @@ class RecvAnyWork : public Work {
 
 class Communicator;
 class CommThread;
+class TrafficCounter;
 struct OpContext;
-struct Fingerprint;
+struct CollectiveSignature;
 
 // All ops of a group run in the order they were issued: async ones on the group's
 // communication thread, blocking ones on the caller's thread when nothing is queued
@@ -96,8 +112,11 @@ class ProcessGroup {
   void all_reduce(const Tensor& t, const AllReduceOptions& options = {});
   void broadcast(const Tensor& t, int root = 0);
   void reduce(const Tensor& t, int root = 0, ReduceOp op = ReduceOp::sum);  // result on root only
-  void all_gather(const Tensor& output, const Tensor& input);  // output: size() * input.numel() elements, rank order
-  void reduce_scatter(const Tensor& output, const Tensor& input, ReduceOp op = ReduceOp::sum);  // input: size() * output
+  // output: size() * input.numel() elements, rank r's input at [r * input.numel(), ...).
+  void all_gather(const Tensor& output, const Tensor& input, const AllGatherOptions& options = {});
+  // input: size() * output.numel() elements; rank r's output is the reduction of every
+  // rank's block r.
+  void reduce_scatter(const Tensor& output, const Tensor& input, const ReduceScatterOptions& options = {});
   void barrier();
   // Point to point. A send completes when the receiver has the data (on mpi, small
   // messages may complete earlier), and ops run in issue order, so two ranks that both
@@ -112,32 +131,34 @@ class ProcessGroup {
   std::shared_ptr<Work> all_reduce_async(const Tensor& t, const AllReduceOptions& options = {});
   std::shared_ptr<Work> broadcast_async(const Tensor& t, int root = 0);
   std::shared_ptr<Work> reduce_async(const Tensor& t, int root = 0, ReduceOp op = ReduceOp::sum);
-  std::shared_ptr<Work> all_gather_async(const Tensor& output, const Tensor& input);
-  std::shared_ptr<Work> reduce_scatter_async(const Tensor& output, const Tensor& input, ReduceOp op = ReduceOp::sum);
+  std::shared_ptr<Work> all_gather_async(const Tensor& output, const Tensor& input, const AllGatherOptions& options = {});
+  std::shared_ptr<Work> reduce_scatter_async(const Tensor& output, const Tensor& input,
+                                             const ReduceScatterOptions& options = {});
   std::shared_ptr<Work> barrier_async();
   std::shared_ptr<Work> send_async(const Tensor& t, int dst, int tag = 0);
   std::shared_ptr<Work> recv_async(const Tensor& t, int src, int tag = 0);
   std::shared_ptr<RecvAnyWork> recv_any_async(const Tensor& t, int tag = 0);
 
+  // This rank's traffic (counted by the group's own observer).
   CommStats stats() const;
   void reset_stats();
-  // Records every op as a "comm" event (its label, bytes and sequence number) in `trace`,
-  // timed where it actually runs: on the communication thread for async ops. Null stops
-  // tracing. Set it between ops; the recorder must outlive them.
-  void set_trace(report::TraceRecorder* trace) { trace_ = trace; }
+  // Also reports every op to `observer` (e.g. a TraceObserver), from the thread that ran
+  // it: the communication thread for async ops. Null stops it. Set it between ops; the
+  // observer must outlive them.
+  void set_observer(Observer* observer) { observers_.set_second(observer); }
   bool is_broken() const;
   // Ends the whole job now (MPI_Abort on mpi and nccl; the process in a local world).
   [[noreturn]] void abort(int exit_code = 1);
 
  private:
   using Body = std::function<void(const OpContext& ctx, CommStats& traffic)>;
-  // Queues `body`: a collective when `fingerprint` is set (sequence-numbered and, in debug
+  // Queues `body`: a collective when `signature` is set (sequence-numbered and, in debug
   // mode, checked across ranks first), else a point-to-point op.
-  std::shared_ptr<Work> submit(std::optional<Fingerprint> fingerprint, const std::string& label, Body body);
+  std::shared_ptr<Work> submit(std::optional<CollectiveSignature> signature, const std::string& label, Body body);
   // Runs start() (an *_async call) so that the op may run on this thread, then waits.
   template <class Start>
   void blocking(Start start);
-  void check_fingerprints(const Fingerprint& mine, const OpContext& ctx);
+  void check_signatures(const CollectiveSignature& mine, const OpContext& ctx);
   void check_tensor(const Tensor& t, const char* what) const;
   void check_rank(int peer, const char* what) const;
 
@@ -148,9 +169,8 @@ class ProcessGroup {
   int64_t next_seq_ = 0;      // collectives issued so far (user thread only)
   int64_t next_p2p_seq_ = 0;  // sends and receives issued so far
   bool blocking_call_ = false;  // the op being submitted comes from a blocking call
-  mutable std::mutex stats_mutex_;
-  CommStats stats_;
-  std::atomic<report::TraceRecorder*> trace_ = nullptr;
+  std::shared_ptr<TrafficCounter> counter_;
+  ObserverTee observers_;  // the counter, then the user's
   std::unique_ptr<CommThread> thread_;  // declared last: stopped before the communicator goes
 };
 

@@ -165,7 +165,7 @@ TEST_CASE("checkpoint.mutated_files", "[checkpoint]") {
 }
 
 TEST_CASE("checkpoint.fuzz_corpus_replay", "[checkpoint]") {
-  fs::path corpus = fs::path(__FILE__).parent_path().parent_path().parent_path() / "fuzz" / "corpus" / "checkpoint";
+  fs::path corpus = fs::path(RINGGRAD_TESTS_DIR).parent_path() / "fuzz" / "corpus" / "checkpoint";
   REQUIRE(fs::is_directory(corpus));
   int files = 0;
   for (const auto& entry : fs::recursive_directory_iterator(corpus)) {  // the seeds, then coverage/

@@ -15,7 +15,7 @@ using namespace rg;
 namespace {
 
 nlohmann::json load_fixtures() {
-  const auto path = std::filesystem::path(__FILE__).parent_path() / "fixtures" / "distributed_sampler.json";
+  const auto path = std::filesystem::path(RINGGRAD_TESTS_DIR) / "data" / "fixtures" / "distributed_sampler.json";
   std::ifstream in(path);
   REQUIRE(in.good());
   return nlohmann::json::parse(in);

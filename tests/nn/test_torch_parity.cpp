@@ -32,7 +32,7 @@ double relative_error(const Tensor& got, const Tensor& expected) {
 }
 
 void check_parity(nn::Sequential model, const std::string& fixture, DType dtype, double tolerance) {
-  auto path = std::filesystem::path(__FILE__).parent_path().parent_path() / "fixtures" / "torch" / fixture;
+  auto path = std::filesystem::path(RINGGRAD_TESTS_DIR) / "fixtures" / "torch" / fixture;
   nn::SafetensorsFile file = nn::read_safetensors(path.string());
   model.to(dtype);
   nn::StateDict weights;

@@ -74,7 +74,7 @@ inline std::vector<int64_t> lengths_for(int n) {
 }
 
 inline std::string check_all_reduce_matrix(ProcessGroup& pg, Device device) {
-  for (Algorithm algorithm : {Algorithm::library, Algorithm::ring, Algorithm::naive_ring, Algorithm::star})
+  for (Algorithm algorithm : all_algorithms())
     for (DType dtype : {DType::float32, DType::float64})
       for (int64_t length : lengths_for(pg.size()))
         for (ReduceOp op : {ReduceOp::sum, ReduceOp::avg, ReduceOp::max, ReduceOp::min}) {
@@ -110,18 +110,30 @@ inline std::string check_other_collectives(ProcessGroup& pg, DType dtype, int64_
   auto reduced_on_root = [&](int64_t i) { return rank == root ? reduced(i) : stored(dtype, value_at(rank, i)); };
   if (!(error = compare(where + "reduce", r, reduced_on_root)).empty()) return error;
 
-  Tensor gathered = Tensor::zeros({n * length}, dtype, device);
-  pg.all_gather(gathered, input_for(rank, length, dtype, device));
-  if (!(error = compare(where + "all_gather", gathered,
-                        [&](int64_t i) { return stored(dtype, value_at(static_cast<int>(i / length), i % length)); }))
-           .empty())
-    return error;
+  // The library's all_gather and reduce_scatter, and the ring's for floating dtypes.
+  std::vector<Algorithm> algorithms{Algorithm::library};
+  if (is_floating(dtype)) algorithms.push_back(Algorithm::ring);
+  for (Algorithm algorithm : algorithms) {
+    const std::string how = where + algorithm_name(algorithm) + " ";
+    Tensor gathered = Tensor::zeros({n * length}, dtype, device);
+    pg.all_gather(gathered, input_for(rank, length, dtype, device), {.algorithm = algorithm});
+    if (!(error = compare(how + "all_gather", gathered,
+                          [&](int64_t i) { return stored(dtype, value_at(static_cast<int>(i / length), i % length)); }))
+             .empty())
+      return error;
 
-  // reduce_scatter: every rank contributes n*length elements; rank k gets block k reduced.
-  Tensor scattered = Tensor::zeros({length}, dtype, device);
-  pg.reduce_scatter(scattered, input_for(rank, n * length, dtype, device), ReduceOp::sum);
-  if (!(error = compare(where + "reduce_scatter", scattered, [&](int64_t i) { return reduced(rank * length + i); })).empty())
-    return error;
+    // reduce_scatter: every rank contributes n*length elements; rank k gets block k reduced.
+    Tensor scattered = Tensor::zeros({length}, dtype, device);
+    const Tensor contribution = input_for(rank, n * length, dtype, device);
+    pg.reduce_scatter(scattered, contribution, {.op = ReduceOp::sum, .algorithm = algorithm});
+    if (!(error = compare(how + "reduce_scatter", scattered, [&](int64_t i) { return reduced(rank * length + i); }))
+             .empty())
+      return error;
+    if (!(error = compare(how + "reduce_scatter's input", contribution, [&](int64_t i) {
+            return stored(dtype, value_at(rank, i));
+          })).empty())
+      return error;
+  }
 
   // send/recv around the ring: even ranks send first, so blocking sends cannot deadlock.
   if (n > 1) {

@@ -42,7 +42,7 @@ std::string check_algorithm(const std::shared_ptr<ProcessGroup>& pg, Algorithm a
 
 int run(int argc, char** argv) {
   return run_mpi_check(argc, argv, [](const std::shared_ptr<ProcessGroup>& pg) {
-    for (Algorithm algorithm : {Algorithm::library, Algorithm::ring, Algorithm::naive_ring, Algorithm::star}) {
+    for (Algorithm algorithm : all_algorithms()) {
       std::string error = check_algorithm(pg, algorithm);
       if (!error.empty()) throw Error(error);
     }

@@ -7,6 +7,8 @@
 #include <sstream>
 
 #include "checks.h"
+#include "parallel/algorithms.h"
+#include "tensor/ops.h"
 #include "tensor/thread_pool.h"
 
 // Inside the namespace, ReduceOp means parallel::ReduceOp (rg::ReduceOp is the tensor reductions').
@@ -88,7 +90,8 @@ TEST_CASE("parallel.async_work_completes_in_issue_order", "[parallel]") {
   CHECK(on_world(4, [](ProcessGroup& pg) {
           std::vector<Tensor> tensors;
           std::vector<std::shared_ptr<Work>> works;
-          for (Algorithm algorithm : {Algorithm::ring, Algorithm::library, Algorithm::star, Algorithm::naive_ring}) {
+          for (Algorithm algorithm : {Algorithm::ring, Algorithm::library, Algorithm::star, Algorithm::relay,
+                                      Algorithm::pipelined_ring}) {
             tensors.push_back(input_for(pg.rank(), 5000, DType::float32, Device::cpu()));
             works.push_back(pg.all_reduce_async(tensors.back(), {.op = ReduceOp::avg, .algorithm = algorithm}));
           }
@@ -117,10 +120,35 @@ TEST_CASE("parallel.ring_trace_shows_the_relay_baton", "[parallel][lab3]") {
   INFO(text);
   // 4 ranks x (3 reduce-scatter + 3 all-gather steps), one line each.
   CHECK(std::count(text.begin(), text.end(), '\n') == 24);
-  CHECK(text.find("reduce-scatter step 1/3  rank 0: sends chunk 0 [0,3) { 1 1 1 } to rank 1, receives chunk 3 "
+  // Chunk c starts at rank c+1 and ends complete at rank c: rank 0 first passes on chunk 3,
+  // its last reduce-scatter step passes chunk 1 with ranks 2, 3 and 0 added (3 + 4 + 1),
+  // and the all-gather starts from its complete chunk 0 (1 + 2 + 3 + 4).
+  CHECK(text.find("reduce-scatter step 1/3  rank 0: sends chunk 3 [9,12) { 1 1 1 } to rank 1, receives chunk 2 "
                   "from rank 3") != std::string::npos);
-  CHECK(text.find("reduce-scatter step 3/3  rank 0: sends chunk 2 [6,9) { 8 8 8 } to rank 1") != std::string::npos);
-  CHECK(text.find("all-gather step 1/3  rank 0: sends chunk 1 [3,6) { 10 10 10 } to rank 1") != std::string::npos);
+  CHECK(text.find("reduce-scatter step 3/3  rank 0: sends chunk 1 [3,6) { 8 8 8 } to rank 1") != std::string::npos);
+  CHECK(text.find("all-gather step 1/3  rank 0: sends chunk 0 [0,3) { 10 10 10 } to rank 1") != std::string::npos);
+}
+
+// Chunks of several pieces (4 MiB each): the pipelined ring must add them in the ring's
+// order, so its bits equal the plain ring's.
+TEST_CASE("parallel.pipelined_ring_equals_the_plain_ring_bit_for_bit", "[parallel]") {
+  for (int n : {2, 3}) {
+    const int64_t length = n * (kRingPieceBytes / 4) * 5 / 2 + 7;  // 2.5 pieces per chunk, not divisible
+    std::vector<std::vector<float>> plain(n), pipelined(n);
+    run_local_world(n, [&](std::shared_ptr<ProcessGroup> pg) {
+      Generator gen(pg->rank());
+      const Tensor input = randn({length}, gen);
+      Tensor a = input.clone(), b = input.clone();
+      pg->all_reduce(a, {.op = ReduceOp::avg, .algorithm = Algorithm::ring});
+      pg->all_reduce(b, {.op = ReduceOp::avg, .algorithm = Algorithm::pipelined_ring});
+      plain[pg->rank()] = a.to_vector<float>();
+      pipelined[pg->rank()] = b.to_vector<float>();
+    });
+    for (int r = 0; r < n; ++r) {
+      CHECK(pipelined[r] == plain[r]);
+      CHECK(plain[r] == plain[0]);
+    }
+  }
 }
 
 TEST_CASE("parallel.init_process_group_local_and_options", "[parallel]") {
@@ -132,7 +160,8 @@ TEST_CASE("parallel.init_process_group_local_and_options", "[parallel]") {
   Tensor t = Tensor::full({5}, 2.0);
   pg->all_reduce(t, {.op = ReduceOp::avg});
   CHECK(t.to_vector<float>() == std::vector<float>(5, 2.0f));
-  CHECK(parse_algorithm("naive_ring") == Algorithm::naive_ring);
+  CHECK(parse_algorithm("naive_ring") == Algorithm::relay);  // the older name
+  for (Algorithm algorithm : all_algorithms()) CHECK(parse_algorithm(algorithm_name(algorithm)) == algorithm);
   CHECK_THROWS_WITH(parse_algorithm("tree"), Catch::Contains("unknown all-reduce algorithm 'tree'"));
   CHECK_THROWS_WITH(init_process_group({.backend = "carrier-pigeon"}), Catch::Contains("backend 'carrier-pigeon'"));
 }

@@ -8,6 +8,7 @@
 
 #include "oracle.h"
 #include "parallel/data_parallel.h"
+#include "parallel/fault.h"
 
 namespace rg::parallel {
 namespace {
@@ -210,14 +211,16 @@ TEST_CASE("parallel.dp.injected_faults_hit_one_replicas_share_once", "[parallel]
   const auto first = gradients_of(*alone, [&] { return sum((*alone)(Variable(x.narrow(0, 0, 2)))); });
   const auto second = gradients_of(*alone, [&] { return sum((*alone)(Variable(x.narrow(0, 2, 2)))); });
   DataParallel dp(model, cpus(2));
+  ReplicaFaultInjector faults(dp.devices().size());
+  dp.set_output_gradient_hook(faults.hook());
   auto through_dp = [&] { return gradients_of(*model, [&] { return sum(dp(Variable(x))); }); };
-  dp.inject_fault(1, GradientFault::drop);
+  faults.arm(1, GradientFault::drop);
   CHECK(gradient_diff(through_dp(), first, second, 0.0) < 1e-12);
-  dp.inject_fault(1, GradientFault::corrupt);
+  faults.arm(1, GradientFault::corrupt);
   CHECK(gradient_diff(through_dp(), first, second, 2.0) < 1e-12);
   CHECK(gradient_diff(through_dp(), first, second, 1.0) < 1e-12);  // the fault was for one step
-  CHECK_THAT(error_from([&] { dp.inject_fault(2, GradientFault::drop); }),
-             Catch::Contains("DataParallel::inject_fault: replica 2 does not exist with 2 devices"));
+  CHECK_THAT(error_from([&] { faults.arm(2, GradientFault::drop); }),
+             Catch::Contains("ReplicaFaultInjector::arm: replica 2 does not exist with 2 devices"));
 }
 
 TEST_CASE("parallel.dp.bad_input_errors_clearly", "[parallel][dp]") {

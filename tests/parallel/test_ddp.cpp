@@ -9,6 +9,8 @@
 
 #include "oracle.h"
 #include "parallel/ddp.h"
+#include "parallel/fault.h"
+#include "parallel/reducer_bucketed.h"
 
 namespace rg::parallel {
 namespace {
@@ -65,6 +67,13 @@ double oracle_error(int n, DType dtype, const DDPOptions& options, int steps,
   return worst;
 }
 
+// Calls back at every bucket launch.
+struct LaunchLog : Observer {
+  explicit LaunchLog(std::function<void(size_t)> on_launch) : on_launch_(std::move(on_launch)) {}
+  void bucket_launched(size_t bucket, uint64_t) override { on_launch_(bucket); }
+  std::function<void(size_t)> on_launch_;
+};
+
 // Runs fn(rank, pg) on n ranks and returns the message of the error run_local_world rethrew.
 std::string error_from(int n, const std::function<void(int, std::shared_ptr<ProcessGroup>)>& fn) {
   return test::error_from([&] { run_local_world(n, [&](std::shared_ptr<ProcessGroup> pg) { fn(pg->rank(), pg); }); });
@@ -73,12 +82,124 @@ std::string error_from(int n, const std::function<void(int, std::shared_ptr<Proc
 }  // namespace
 
 TEST_CASE("parallel.ddp.matches_single_process_big_batch", "[parallel][ddp]") {
-  for (Algorithm algorithm : {Algorithm::library, Algorithm::ring, Algorithm::naive_ring, Algorithm::star})
+  for (Algorithm algorithm : all_algorithms())
     for (int n : {2, 4}) {
       INFO(algorithm_name(algorithm) << ", " << n << " ranks");
       CHECK(oracle_error(n, DType::float64, {.algorithm = algorithm}, 20) < 1e-10);
       CHECK(oracle_error(n, DType::float32, {.algorithm = algorithm}, 20) < 1e-5);
     }
+}
+
+TEST_CASE("parallel.ddp.every_reducer_matches_single_process", "[parallel][ddp]") {
+  for (ReducerKind reducer : {ReducerKind::per_parameter, ReducerKind::flat, ReducerKind::bucketed})
+    for (Algorithm algorithm : {Algorithm::library, Algorithm::ring})
+      for (int n : {1, 2, 3}) {
+        INFO(reducer_name(reducer) << ", " << algorithm_name(algorithm) << ", " << n << " ranks");
+        CHECK(oracle_error(n, DType::float64, {.reducer = reducer, .algorithm = algorithm}, 10) < 1e-10);
+        CHECK(oracle_error(n, DType::float32, {.reducer = reducer, .algorithm = algorithm}, 10) < 1e-5);
+      }
+  // With unused parameters too: the reducers see them as ready with their old gradients.
+  for (ReducerKind reducer : {ReducerKind::per_parameter, ReducerKind::flat})
+    CHECK(oracle_error(2, DType::float64, {.reducer = reducer, .find_unused_parameters = true}, 6,
+                       [](int step) { return step % 2 == 1; }) < 1e-10);
+}
+
+// The collectives per backward: one per parameter, one in all (one dtype), one per bucket.
+TEST_CASE("parallel.ddp.reducers_send_the_messages_they_promise", "[parallel][ddp]") {
+  auto batch = make_batches(1, 2 * kLocalBatch, DType::float32)[0];
+  auto collectives = [&](const DDPOptions& options) {
+    std::vector<int64_t> ops(2);
+    std::vector<std::shared_ptr<Mlp>> replicas = {make_mlp(DType::float32), make_mlp(DType::float32)};
+    run_local_world(2, [&](std::shared_ptr<ProcessGroup> pg) {
+      DistributedDataParallel ddp(replicas[pg->rank()], pg, options);
+      Batch mine = batch.rows(pg->rank() * kLocalBatch, kLocalBatch);
+      Variable loss = cross_entropy(ddp(mine.x), mine.y);
+      pg->reset_stats();
+      loss.backward();
+      ops[pg->rank()] = pg->stats().operations;
+    });
+    CHECK(ops[0] == ops[1]);
+    return ops[0];
+  };
+  CHECK(collectives({.reducer = ReducerKind::per_parameter}) == 6);
+  CHECK(collectives({.reducer = ReducerKind::flat}) == 1);
+  CHECK(collectives({.reducer = ReducerKind::bucketed, .first_bucket_mb = 300 / kBytesPerMb}) == 2);
+}
+
+// The after-backward reducers communicate only once every gradient is in: none of their
+// all-reduce time overlaps backward. The bucketed one launches inside it.
+TEST_CASE("parallel.ddp.trace_shows_no_overlap_for_the_after_backward_reducers", "[parallel][ddp]") {
+  auto batch = make_batches(1, 2 * kLocalBatch, DType::float32)[0];
+  auto trace_of = [&](const DDPOptions& options) {
+    std::vector<report::TraceEvent> events;
+    std::vector<std::shared_ptr<Mlp>> replicas = {make_mlp(DType::float32, 256), make_mlp(DType::float32, 256)};
+    run_local_world(2, [&](std::shared_ptr<ProcessGroup> pg) {
+      report::TraceRecorder trace(pg->rank());
+      TraceObserver observer(&trace);
+      DDPOptions traced = options;
+      traced.observer = &observer;
+      DistributedDataParallel ddp(replicas[pg->rank()], pg, traced);
+      pg->set_observer(&observer);
+      Batch mine = batch.rows(pg->rank() * kLocalBatch, kLocalBatch);
+      Variable loss = cross_entropy(ddp(mine.x), mine.y);
+      {
+        report::TraceRecorder::Scope backward(&trace, "backward", "backward");
+        loss.backward();
+      }
+      pg->set_observer(nullptr);
+      if (pg->rank() == 0) events = trace.events();
+    });
+    return events;
+  };
+  for (ReducerKind reducer : {ReducerKind::per_parameter, ReducerKind::flat}) {
+    INFO(reducer_name(reducer));
+    const auto events = trace_of({.reducer = reducer});
+    CHECK(std::count_if(events.begin(), events.end(), [](auto& e) { return e.category == "comm"; }) ==
+          (reducer == ReducerKind::flat ? 1 : 6));
+    CHECK(report::overlap_fraction(events, "comm", "backward", 0, "wait") == 0);
+  }
+  const auto bucketed = trace_of({.reducer = ReducerKind::bucketed, .first_bucket_mb = 300 / kBytesPerMb});
+  const auto launch = std::find_if(bucketed.begin(), bucketed.end(), [](auto& e) { return e.category == "launch"; });
+  const auto wait = std::find_if(bucketed.begin(), bucketed.end(), [](auto& e) { return e.category == "wait"; });
+  REQUIRE((launch != bucketed.end() && wait != bucketed.end()));
+  CHECK(launch->start_us <= wait->start_us);  // bucket 0 left before the wait for the last one began
+}
+
+TEST_CASE("parallel.ddp.without_init_sync_the_replicas_start_apart_and_stay_apart", "[parallel][ddp]") {
+  std::vector<std::shared_ptr<Mlp>> replicas = {make_mlp(DType::float64), make_mlp(DType::float64)};
+  init_normal(*replicas[1], 99, DType::float64);  // rank 1 starts from another seed
+  auto batches = make_batches(3, 2 * kLocalBatch, DType::float64);
+  std::vector<double> drift;
+  std::string error = error_from(2, [&](int rank, auto pg) {
+    DistributedDataParallel ddp(replicas[rank], pg, {.init_sync = false});
+    auto opt = make_sgd(*replicas[rank]);
+    for (const Batch& batch : batches) {
+      Batch mine = batch.rows(rank * kLocalBatch, kLocalBatch);
+      opt.zero_grad();
+      cross_entropy(ddp(mine.x), mine.y).backward();
+      opt.step();
+    }
+    ddp.check_consistency();
+  });
+  CHECK_THAT(error, Catch::Contains("parameter 'fc1.weight' differs across replicas"));
+  CHECK(relative_error(*replicas[0], *replicas[1]) > 0.1);  // the same averaged steps keep the gap
+}
+
+TEST_CASE("parallel.ddp.a_second_backward_through_one_forward_is_an_error", "[parallel][ddp]") {
+  std::vector<std::shared_ptr<Mlp>> replicas = {make_mlp(DType::float32), make_mlp(DType::float32)};
+  auto batch = make_batches(1, 2 * kLocalBatch, DType::float32)[0];
+  for (ReducerKind reducer : {ReducerKind::per_parameter, ReducerKind::flat, ReducerKind::bucketed}) {
+    INFO(reducer_name(reducer));
+    std::string error = error_from(2, [&](int rank, auto pg) {
+      DistributedDataParallel ddp(replicas[rank], pg, {.reducer = reducer});
+      Batch mine = batch.rows(rank * kLocalBatch, kLocalBatch);
+      Variable loss = cross_entropy(ddp(mine.x), mine.y);
+      loss.backward(Tensor(), true);
+      loss.backward();
+    });
+    CHECK_THAT(error, Catch::Contains("got a second gradient in one synchronising backward") &&
+                          Catch::Contains("Each backward needs its own forward"));
+  }
 }
 
 TEST_CASE("parallel.ddp.broadcasts_rank_0_state_at_construction", "[parallel][ddp]") {
@@ -98,13 +219,14 @@ TEST_CASE("parallel.ddp.buckets_are_reverse_order_grad_views", "[parallel][ddp]"
   size_t bucket_count = 0;
   run_local_world(1, [&](std::shared_ptr<ProcessGroup> pg) {
     DistributedDataParallel ddp(model, pg, tiny);
-    bucket_count = ddp.buckets().size();
-    for (const DDPBucket& bucket : ddp.buckets()) order.insert(order.end(), bucket.names.begin(), bucket.names.end());
+    const auto& reducer = dynamic_cast<const BucketedReducer&>(ddp.reducer());
+    bucket_count = reducer.buckets().size();
     for (Variable& p : model->parameters()) grads_alias = grads_alias && p.grad().defined();
-    for (const DDPBucket& bucket : ddp.buckets())
-      for (auto& [name, p] : model->named_parameters())
-        if (std::find(bucket.names.begin(), bucket.names.end(), name) != bucket.names.end())
-          grads_alias = grads_alias && p.grad().storage() == bucket.flat.storage();
+    for (const auto& bucket : reducer.buckets())
+      for (size_t i : bucket.parameters) {
+        order.push_back(reducer.parameters()[i].name);
+        grads_alias = grads_alias && reducer.parameters()[i].param.grad().storage() == bucket.flat.storage();
+      }
   });
   CHECK(order == expected);
   CHECK(bucket_count >= 4);
@@ -121,9 +243,10 @@ TEST_CASE("parallel.ddp.first_bucket_launches_before_backward_ends", "[parallel]
   auto batch = make_batches(1, 2 * kLocalBatch, DType::float32)[0];
   std::vector<std::string> events;
   run_local_world(2, [&](std::shared_ptr<ProcessGroup> pg) {
+    LaunchLog launches([&](size_t b) { events.push_back("launch " + std::to_string(b)); });
     DistributedDataParallel ddp(replicas[pg->rank()], pg, {.first_bucket_mb = 300 / kBytesPerMb});
     if (pg->rank() == 0) {
-      ddp.on_bucket_launch([&](size_t b) { events.push_back("launch " + std::to_string(b)); });
+      ddp.set_observer(&launches);
       Variable& fc1_weight = replicas[0]->fc1->parameter("weight");
       fc1_weight.add_grad_ready_hook([&](const Variable&) { events.push_back("ready fc1"); });
     }
@@ -154,7 +277,8 @@ TEST_CASE("parallel.ddp.no_sync_accumulates_like_one_big_batch", "[parallel][ddp
     const int rank = pg->rank();
     DistributedDataParallel ddp(replicas[rank], pg);
     int launches = 0;
-    ddp.on_bucket_launch([&](size_t) { ++launches; });
+    LaunchLog log([&](size_t) { ++launches; });
+    ddp.set_observer(&log);
     auto local_opt = make_sgd(*replicas[rank]);
     for (size_t s = 0; s < micro.size(); s += 2) {
       local_opt.zero_grad();
@@ -251,12 +375,14 @@ TEST_CASE("parallel.ddp.uneven_inputs_are_an_error_naming_the_counts", "[paralle
 // it was a dropped contribution (every rank then applies the same, wrong, average).
 TEST_CASE("parallel.ddp.injected_gradient_faults", "[parallel][ddp]") {
   auto batches = make_batches(3, 2 * kLocalBatch, DType::float64);
-  auto run = [&](GradientFault fault, std::vector<std::shared_ptr<Mlp>>& replicas) {
+  auto run = [&](GradientFault fault, ReducerKind reducer, std::vector<std::shared_ptr<Mlp>>& replicas) {
     return error_from(2, [&](int rank, auto pg) {
-      DistributedDataParallel ddp(replicas[rank], pg, {.check_every = 1});
+      DistributedDataParallel ddp(replicas[rank], pg, {.reducer = reducer, .check_every = 1});
+      GradientFaultInjector injector;
+      ddp.register_comm_hook(injector.wrap(ddp.comm_hook()));
       auto opt = make_sgd(*replicas[rank]);
       for (int s = 0; s < 3; ++s) {
-        if (s == 1 && rank == 1) ddp.inject_fault(fault);
+        if (s == 1 && rank == 1) injector.arm(fault);
         Batch mine = batches[s].rows(rank * kLocalBatch, kLocalBatch);
         opt.zero_grad();
         cross_entropy(ddp(mine.x), mine.y).backward();
@@ -264,14 +390,18 @@ TEST_CASE("parallel.ddp.injected_gradient_faults", "[parallel][ddp]") {
       }
     });
   };
-  std::vector<std::shared_ptr<Mlp>> corrupted = {make_mlp(DType::float64), make_mlp(DType::float64)};
-  CHECK_THAT(run(GradientFault::corrupt, corrupted), Catch::Contains("parameter 'fc3.bias' differs across replicas"));
-  std::vector<std::shared_ptr<Mlp>> dropped = {make_mlp(DType::float64), make_mlp(DType::float64)};
-  CHECK(run(GradientFault::drop, dropped).empty());
-  CHECK(relative_error(*dropped[0], *dropped[1]) == 0);  // identical replicas ...
   auto reference = make_mlp(DType::float64);
   train_single(*reference, batches, [](int) { return false; });
-  CHECK(relative_error(*dropped[0], *reference) > 1e-6);  // ... of the wrong model
+  for (ReducerKind reducer : {ReducerKind::per_parameter, ReducerKind::flat, ReducerKind::bucketed}) {
+    INFO(reducer_name(reducer));
+    std::vector<std::shared_ptr<Mlp>> corrupted = {make_mlp(DType::float64), make_mlp(DType::float64)};
+    CHECK_THAT(run(GradientFault::corrupt, reducer, corrupted),
+               Catch::Contains("parameter 'fc3.bias' differs across replicas"));
+    std::vector<std::shared_ptr<Mlp>> dropped = {make_mlp(DType::float64), make_mlp(DType::float64)};
+    CHECK(run(GradientFault::drop, reducer, dropped).empty());
+    CHECK(relative_error(*dropped[0], *dropped[1]) == 0);    // identical replicas ...
+    CHECK(relative_error(*dropped[0], *reference) > 1e-6);  // ... of the wrong model
+  }
 }
 
 // The trace of one step: the first bucket is launched inside backward before the wait
@@ -285,15 +415,16 @@ TEST_CASE("parallel.ddp.trace_shows_communication_inside_backward", "[parallel][
   std::vector<report::TraceEvent> events;
   run_local_world(2, [&](std::shared_ptr<ProcessGroup> pg) {
     report::TraceRecorder trace(pg->rank());
-    DistributedDataParallel ddp(replicas[pg->rank()], pg, {.first_bucket_mb = 300 / kBytesPerMb, .trace = &trace});
-    pg->set_trace(&trace);
+    TraceObserver observer(&trace);
+    DistributedDataParallel ddp(replicas[pg->rank()], pg, {.first_bucket_mb = 300 / kBytesPerMb, .observer = &observer});
+    pg->set_observer(&observer);
     Batch mine = batch.rows(pg->rank() * kLocalBatch, kLocalBatch);
     Variable loss = cross_entropy(ddp(mine.x), mine.y);
     {
       report::TraceRecorder::Scope backward(&trace, "backward", "backward");
       loss.backward();
     }
-    pg->set_trace(nullptr);
+    pg->set_observer(nullptr);
     if (pg->rank() == 0) events = trace.events();
   });
   const auto first = [&](const char* category) {

@@ -8,6 +8,8 @@
 #include <thread>
 #include <vector>
 
+#include "oracle.h"
+#include "parallel/async.h"
 #include "parallel/process_group.h"
 
 // Inside the namespace, ReduceOp means parallel::ReduceOp (rg::ReduceOp is the tensor reductions').
@@ -88,7 +90,7 @@ TEST_CASE("parallel.debug_mode_names_count_mismatch", "[parallel]") {
       },
       {.timeout_s = 5, .debug = true});
   for (const auto& e : errors)
-    CHECK_THAT(e, Catch::Contains("rank 0 all_reduce of 10 float32 (#0), rank 1 all_reduce of 20 float32 (#0)"));
+    CHECK_THAT(e, Catch::Contains("rank 0 all_reduce (sum, ring) of 10 float32 (#0), rank 1 all_reduce (sum, ring) of 20 float32 (#0)"));
 }
 
 TEST_CASE("parallel.debug_mode_names_op_mismatch", "[parallel]") {
@@ -100,7 +102,7 @@ TEST_CASE("parallel.debug_mode_names_op_mismatch", "[parallel]") {
         pg.barrier();
       },
       {.timeout_s = 5, .debug = true});
-  for (const auto& e : errors) CHECK_THAT(e, Catch::Contains("rank 0 all_reduce of 10 float32 (#0), rank 1 barrier (#0)"));
+  for (const auto& e : errors) CHECK_THAT(e, Catch::Contains("rank 0 all_reduce (sum, star) of 10 float32 (#0), rank 1 barrier (#0)"));
 }
 
 TEST_CASE("parallel.local_library_ops_always_check_agreement", "[parallel]") {
@@ -114,7 +116,7 @@ TEST_CASE("parallel.local_library_ops_always_check_agreement", "[parallel]") {
       },
       {.timeout_s = 5});
   for (const auto& e : errors)
-    CHECK_THAT(e, Catch::Contains("rank 0 all_reduce of 8 float32 (#0), rank 2 all_reduce of 7 float32 (#0)"));
+    CHECK_THAT(e, Catch::Contains("rank 0 all_reduce (sum, library) of 8 float32 (#0), rank 2 all_reduce (sum, library) of 7 float32 (#0)"));
 }
 
 TEST_CASE("parallel.run_local_world_rethrows_the_first_error_with_its_rank", "[parallel]") {
@@ -130,6 +132,45 @@ TEST_CASE("parallel.run_local_world_rethrows_the_first_error_with_its_rank", "[p
   CHECK(seconds_since(start) < 5);
   CHECK_THROWS_AS(run_local_world(2, [](std::shared_ptr<ProcessGroup>) { throw NotImplemented("lab3.ring_allreduce"); }),
                   NotImplemented);
+}
+
+// Any exception, of any type, comes back as an rg::Error naming the rank.
+TEST_CASE("parallel.run_local_world_reports_an_exception_of_any_type", "[parallel]") {
+  CHECK_THROWS_WITH(run_local_world(3,
+                                    [](std::shared_ptr<ProcessGroup> pg) {
+                                      if (pg->rank() == 1) throw 42;
+                                      pg->barrier();
+                                    }),
+                    Catch::Contains("local world: rank 1 failed: an exception that is not a std::exception"));
+  CHECK_THROWS_WITH(run_hogwild(test::make_mlp(DType::float32), 2,
+                                [](nn::Module&, int thread) {
+                                  if (thread == 1) throw std::string("not an exception class");
+                                }),
+                    Catch::Contains("run_hogwild: thread 1 failed: an exception that is not a std::exception"));
+}
+
+// Debug mode compares the reduce op and the algorithm too, not only the size.
+TEST_CASE("parallel.debug_mode_names_a_reduce_op_or_algorithm_mismatch", "[parallel]") {
+  auto op_errors = errors_of(
+      2,
+      [](ProcessGroup& pg) {
+        Tensor t = Tensor::ones({10});
+        pg.all_reduce(t, {.op = pg.rank() == 0 ? ReduceOp::sum : ReduceOp::max});
+      },
+      {.timeout_s = 5, .debug = true});
+  for (const auto& e : op_errors)
+    CHECK_THAT(e, Catch::Contains("rank 0 all_reduce (sum, library) of 10 float32 (#0), rank 1 all_reduce (max, "
+                                  "library) of 10 float32 (#0)"));
+  auto algorithm_errors = errors_of(
+      2,
+      [](ProcessGroup& pg) {
+        Tensor t = Tensor::ones({10});
+        pg.all_reduce(t, {.algorithm = pg.rank() == 0 ? Algorithm::ring : Algorithm::library});
+      },
+      {.timeout_s = 5, .debug = true});
+  for (const auto& e : algorithm_errors)
+    CHECK_THAT(e, Catch::Contains("rank 0 all_reduce (sum, ring) of 10 float32 (#0), rank 1 all_reduce (sum, "
+                                  "library) of 10 float32 (#0)"));
 }
 
 TEST_CASE("parallel.argument_errors", "[parallel]") {

@@ -58,7 +58,7 @@ void check_member(const std::string& flag, const std::string& value, const std::
 // The flags' text, before conversion; defaults come from TrainOptions.
 struct RawFlags {
   std::string data, model, image_size, epochs, batch_size, lr, momentum, optimizer, warmup_epochs, device, dtype, threads,
-      seed, out, resume, eval_every, max_steps, parallel, workers, backend, allreduce, global_batch_size,
+      seed, out, resume, eval_every, max_steps, parallel, workers, backend, allreduce, reducer, global_batch_size,
       accumulation, lr_scaling, bucket_cap_mb, check_every, straggler, corrupt_grad, trace_steps, max_staleness;
 };
 
@@ -89,6 +89,7 @@ RawFlags raw_defaults(const TrainOptions& d) {
           .workers = "auto",
           .backend = "auto",
           .allreduce = d.allreduce,
+          .reducer = d.reducer,
           .global_batch_size = "none",
           .accumulation = text(d.accumulation),
           .lr_scaling = d.lr_scaling,
@@ -131,7 +132,9 @@ void add_flags(CLI::App& app, RawFlags& f) {
       "none|dp (DataParallel)|ddp (DistributedDataParallel)|async-ps (parameter server)|hogwild (threads)", "MODE");
   add("--workers", f.workers, "ranks or dp devices (auto: the mpirun world size, else 2)", "N");
   add("--backend", f.backend, "local (threads of one process) | mpi (auto: mpi under mpirun)", "NAME");
-  add("--allreduce", f.allreduce, "library|ring|naive_ring|star", "ALGO");
+  add("--allreduce", f.allreduce, "library|ring|pipelined_ring|relay|star (naive_ring: relay)", "ALGO");
+  add("--reducer", f.reducer, "DDP's gradient averaging: per_parameter|flat (after backward)|bucketed (overlapped)",
+      "NAME");
   add("--global-batch-size", f.global_batch_size, "samples per step over all workers (instead of --batch-size)", "N");
   add("--accumulation", f.accumulation, "micro-batches per step, accumulated without communication", "K");
   add("--lr-scaling", f.lr_scaling, "none | linear: lr x global batch / micro-batch", "RULE");
@@ -216,7 +219,7 @@ void convert_injection(const RawFlags& f, TrainOptions& o) {
   };
   if (!f.straggler.empty()) {
     const auto fields = split_spec("--straggler", f.straggler, 2, 3, "RANK:MS[:PROB]");
-    Straggler straggler{.rank = worker_rank("--straggler", fields[0]),
+    parallel::StragglerPlan straggler{.rank = worker_rank("--straggler", fields[0]),
                         .delay_ms = parse_double("--straggler", fields[1])};
     if (!(straggler.delay_ms >= 0)) throw FlagError{"--straggler", "MS must be >= 0"};
     if (fields.size() == 3) {
@@ -232,7 +235,7 @@ void convert_injection(const RawFlags& f, TrainOptions& o) {
       throw FlagError{"--corrupt-grad", "needs several workers: --parallel dp, ddp, async-ps or hogwild"};
     }
     const auto fields = split_spec("--corrupt-grad", f.corrupt_grad, 2, 3, "RANK:STEP[:corrupt|drop]");
-    InjectedGradientFault fault{.rank = worker_rank("--corrupt-grad", fields[0]),
+    parallel::GradientFaultPlan fault{.rank = worker_rank("--corrupt-grad", fields[0]),
                                 .step = parse_int("--corrupt-grad", fields[1], 1)};
     if (fields.size() == 3) {
       check_member("--corrupt-grad", fields[2], {"corrupt", "drop"});
@@ -247,7 +250,9 @@ void convert_parallel(const RawFlags& f, TrainOptions& o) {
   check_member("--parallel", o.parallel, {"none", "dp", "ddp", "async-ps", "hogwild"});
   convert_world(f, o);
   o.allreduce = f.allreduce;
-  check_member("--allreduce", o.allreduce, {"library", "ring", "naive_ring", "star"});
+  check_member("--allreduce", o.allreduce, {"library", "ring", "pipelined_ring", "relay", "star", "naive_ring"});
+  o.reducer = f.reducer;
+  check_member("--reducer", o.reducer, {"per_parameter", "flat", "bucketed"});
   convert_batch(f, o);
   o.lr_scaling = f.lr_scaling;
   check_member("--lr-scaling", o.lr_scaling, {"none", "linear"});

@@ -11,22 +11,6 @@
 
 namespace rg::train {
 
-// --straggler RANK:MS[:PROB]: worker RANK sleeps MS ms before a step, with probability PROB
-// (with dp, device RANK's replica sleeps before its forward).
-struct Straggler {
-  int rank = 0;
-  double delay_ms = 0;
-  double probability = 1;
-};
-
-// --corrupt-grad RANK:STEP[:corrupt|drop]: worker RANK's gradient goes wrong in its step
-// STEP (counted from 1).
-struct InjectedGradientFault {
-  int rank = 0;
-  int64_t step = 1;
-  parallel::GradientFault kind = parallel::GradientFault::corrupt;
-};
-
 struct TrainOptions {
   std::string data = "fashion-mnist";
   std::string model = "mlp";
@@ -54,13 +38,14 @@ struct TrainOptions {
   int workers = 1;                // ranks; under mpirun, the world size
   std::string backend = "local";  // local (threads of this process) | mpi (under mpirun)
   std::string allreduce = "library";
+  std::string reducer = "bucketed";  // DDP's: per_parameter|flat|bucketed
   int64_t global_batch_size = 0;  // 0: batch_size × workers × accumulation
   int64_t accumulation = 1;       // micro-batches per step (DDP's no_sync on all but the last)
   std::string lr_scaling = "none";  // none | linear: lr × global batch ÷ (batch_size ÷ accumulation)
   double bucket_cap_mb = 25;
   int64_t check_every = 0;        // DDP consistency check every N steps; 0: never
-  std::optional<Straggler> straggler;            // --straggler RANK:MS[:PROB]
-  std::optional<InjectedGradientFault> corrupt_grad;  // --corrupt-grad RANK:STEP[:corrupt|drop]
+  std::optional<parallel::StragglerPlan> straggler;         // --straggler RANK:MS[:PROB]
+  std::optional<parallel::GradientFaultPlan> corrupt_grad;  // --corrupt-grad RANK:STEP[:corrupt|drop]
   int64_t trace_steps = 10;       // steps traced after the first; 0: no trace
   int64_t max_staleness = -1;     // async-ps: the SSP bound s; < 0: unbounded
 

@@ -14,7 +14,6 @@
 namespace rg::train {
 
 using parallel::DistributedDataParallel;
-using parallel::GradientFault;
 using parallel::ProcessGroup;
 
 namespace {
@@ -36,11 +35,6 @@ class ShardSampler : public data::Sampler {
   int64_t begin_, end_;
 };
 
-// --corrupt-grad when it names `rank`.
-std::optional<InjectedGradientFault> fault_for(const std::optional<InjectedGradientFault>& fault, int rank) {
-  return fault && fault->rank == rank ? fault : std::nullopt;
-}
-
 // This worker's share of each epoch: positions rank, rank + workers, ... of the shuffled order.
 std::unique_ptr<data::Sampler> worker_shard(int64_t dataset_size, const Role& role, uint64_t seed) {
   return std::make_unique<data::DistributedSampler>(
@@ -48,22 +42,14 @@ std::unique_ptr<data::Sampler> worker_shard(int64_t dataset_size, const Role& ro
                                                     .shuffle = true, .seed = seed});
 }
 
-// An asynchronous worker's fault (--corrupt-grad) at step `step`, applied to its own
-// gradients before they leave: corrupt adds 1 to the last-registered parameter's gradient
-// (as DDP's fault does), drop zeroes them all.
-void damage_gradients(const std::optional<InjectedGradientFault>& fault, int64_t step, nn::Module& model) {
-  if (!fault || fault->step != step) return;
-  std::vector<Variable> parameters = model.parameters();
-  if (fault->kind == GradientFault::corrupt) {
-    parameters.back().grad().add_(1.0);
-    return;
-  }
-  for (Variable& p : parameters)
-    if (p.grad().defined()) p.grad().zero_();
+// An asynchronous worker's fault (--corrupt-grad), when it falls on `step`.
+void damage_at(const std::optional<parallel::GradientFaultPlan>& fault, int64_t step, nn::Module& model) {
+  if (fault && fault->step == step) parallel::damage_gradients(fault->kind, model);
 }
 
 parallel::DDPOptions ddp_options(const TrainOptions& o) {
-  return {.bucket_cap_mb = o.bucket_cap_mb,
+  return {.reducer = parallel::parse_reducer(o.reducer),
+          .bucket_cap_mb = o.bucket_cap_mb,
           .algorithm = parallel::parse_algorithm(o.allreduce),
           .check_every = o.check_every * o.accumulation};  // DDP counts forwards: one per micro-batch
 }
@@ -106,7 +92,9 @@ DDPTrainer::DDPTrainer(TrainOptions options, std::shared_ptr<nn::Module> model, 
     : Trainer(options, model, data, {pg->rank(), pg->size()}),
       pg_(std::move(pg)),
       ddp_(std::make_unique<DistributedDataParallel>(model, pg_, ddp_options(options))),
-      fault_(fault_for(options.corrupt_grad, pg_->rank())) {}
+      fault_(parallel::plan_for(options.corrupt_grad, pg_->rank())) {
+  ddp_->register_comm_hook(injector_.wrap(ddp_->comm_hook()));
+}
 
 std::shared_ptr<void> DDPTrainer::defer_sync() {
   return std::make_shared<DistributedDataParallel::NoSync>(*ddp_);
@@ -114,15 +102,15 @@ std::shared_ptr<void> DDPTrainer::defer_sync() {
 
 // The metrics of a step are the global batch's: the ranks' sums, all-reduced.
 StepResult DDPTrainer::step(const data::Batch& batch) {
-  if (fault_ && fault_->step == current_step() + 1) ddp_->inject_fault(fault_->kind);
+  if (fault_ && fault_->step == current_step() + 1) injector_.arm(fault_->kind);
   const StepResult mine = Trainer::step(batch);
   Tensor sums = Tensor::from_vector(std::vector<double>{mine.loss * static_cast<double>(mine.samples),
                                                         static_cast<double>(mine.correct),
                                                         static_cast<double>(mine.samples)}, {3});
   // Bookkeeping, not training: kept out of the trace, whose overlap figure is about gradients.
-  pg_->set_trace(nullptr);
+  pg_->set_observer(nullptr);
   pg_->all_reduce(sums);
-  pg_->set_trace(trace());
+  pg_->set_observer(trace_observer());
   const std::vector<double> all = sums.to_vector<double>();
   return {all[0] / all[2], static_cast<int64_t>(all[1]), static_cast<int64_t>(all[2])};
 }
@@ -143,9 +131,9 @@ EvalSums DDPTrainer::combine(const EvalSums& mine) {
   return {all[0], static_cast<int64_t>(all[1]), static_cast<int64_t>(all[2])};
 }
 
-void DDPTrainer::trace_communication(report::TraceRecorder* trace) {
-  pg_->set_trace(trace);
-  ddp_->set_trace(trace);
+void DDPTrainer::trace_communication(parallel::Observer* observer) {
+  pg_->set_observer(observer);
+  ddp_->set_observer(observer);
 }
 
 std::vector<report::TraceEvent> DDPTrainer::gather_trace() {
@@ -160,10 +148,10 @@ AsyncPSWorkerTrainer::AsyncPSWorkerTrainer(TrainOptions options, std::shared_ptr
     : Trainer(options, model, data, {pg->rank() - 1, pg->size() - 1}),
       pg_(pg),
       worker_(model, pg),
-      fault_(fault_for(options.corrupt_grad, pg->rank() - 1)) {}
+      fault_(parallel::plan_for(options.corrupt_grad, pg->rank() - 1)) {}
 
 void AsyncPSWorkerTrainer::apply_update() {
-  damage_gradients(fault_, current_step() + 1, model());
+  damage_at(fault_, current_step() + 1, model());
   worker_.push();
 }
 
@@ -173,10 +161,10 @@ std::unique_ptr<data::Sampler> AsyncPSWorkerTrainer::make_sampler(int64_t datase
 
 HogwildTrainer::HogwildTrainer(TrainOptions options, std::shared_ptr<nn::Module> replica, const DataSplits& data,
                                Role role)
-    : Trainer(options, replica, data, role), fault_(fault_for(options.corrupt_grad, role.rank)) {}
+    : Trainer(options, replica, data, role), fault_(parallel::plan_for(options.corrupt_grad, role.rank)) {}
 
 void HogwildTrainer::apply_update() {
-  damage_gradients(fault_, current_step() + 1, model());
+  damage_at(fault_, current_step() + 1, model());
   Trainer::apply_update();
 }
 
@@ -206,18 +194,20 @@ TrainOptions without_straggler(TrainOptions options) {
 DPTrainer::DPTrainer(TrainOptions options, std::shared_ptr<nn::Module> model, const DataSplits& data)
     : Trainer(without_straggler(options), model, data),
       dp_(std::make_unique<parallel::DataParallel>(model, data_parallel_devices(options))),
-      fault_(options.corrupt_grad) {
+      fault_(options.corrupt_grad),
+      injector_(dp_->devices().size()) {
+  dp_->set_output_gradient_hook(injector_.hook());
   if (!options.straggler) return;
   const size_t slow_replica = static_cast<size_t>(options.straggler->rank);
-  auto delay = std::make_shared<StragglerDelay>(*options.straggler, options.seed);
+  auto delay = std::make_shared<parallel::StragglerDelay>(*options.straggler, options.seed);
   dp_->set_before_replica_forward([this, slow_replica, delay](size_t replica) {
-    if (replica == slow_replica) delay->maybe_sleep(trace());
+    if (replica == slow_replica) delay->maybe_sleep(trace_observer());
   });
 }
 
 StepResult DPTrainer::step(const data::Batch& batch) {
   if (fault_ && fault_->step == current_step() + 1) {
-    dp_->inject_fault(static_cast<size_t>(fault_->rank), fault_->kind);  // RANK is a device
+    injector_.arm(static_cast<size_t>(fault_->rank), fault_->kind);  // RANK is a device
   }
   return Trainer::step(batch);
 }

@@ -33,13 +33,14 @@ class DDPTrainer : public Trainer {
   std::unique_ptr<data::Sampler> make_test_sampler(int64_t dataset_size) override;
   EvalSums combine(const EvalSums& mine) override;
   void start_epoch(int64_t batches) override { ddp_->check_even_inputs(batches); }
-  void trace_communication(report::TraceRecorder* trace) override;
+  void trace_communication(parallel::Observer* observer) override;
   std::vector<report::TraceEvent> gather_trace() override;
 
  private:
   std::shared_ptr<parallel::ProcessGroup> pg_;
   std::unique_ptr<parallel::DistributedDataParallel> ddp_;
-  std::optional<InjectedGradientFault> fault_;  // when --corrupt-grad names this rank
+  std::optional<parallel::GradientFaultPlan> fault_;  // when --corrupt-grad names this rank
+  parallel::GradientFaultInjector injector_;          // its comm hook wraps the all-reduce
 };
 
 // DataParallel in one process: each step's global batch (--batch-size) is split over the
@@ -58,7 +59,8 @@ class DPTrainer : public Trainer {
 
  private:
   std::unique_ptr<parallel::DataParallel> dp_;
-  std::optional<InjectedGradientFault> fault_;  // RANK is a device
+  std::optional<parallel::GradientFaultPlan> fault_;  // RANK is a device
+  parallel::ReplicaFaultInjector injector_;
 };
 
 // A worker of the parameter server (--parallel async-ps): trains on its shard of each
@@ -77,12 +79,12 @@ class AsyncPSWorkerTrainer : public Trainer {
   bool evaluates() const override { return role().rank == 0; }
   std::unique_ptr<data::Sampler> make_sampler(int64_t dataset_size) override;
   // The pushes and pulls, as "comm" events; this worker's own trace (the server has none).
-  void trace_communication(report::TraceRecorder* trace) override { pg_->set_trace(trace); }
+  void trace_communication(parallel::Observer* observer) override { pg_->set_observer(observer); }
 
  private:
   std::shared_ptr<parallel::ProcessGroup> pg_;
   parallel::AsyncWorker worker_;
-  std::optional<InjectedGradientFault> fault_;  // when --corrupt-grad names this worker
+  std::optional<parallel::GradientFaultPlan> fault_;  // when --corrupt-grad names this worker
 };
 
 // A Hogwild thread (--parallel hogwild): its replica shares the parameters' data with
@@ -97,7 +99,7 @@ class HogwildTrainer : public Trainer {
   std::unique_ptr<data::Sampler> make_sampler(int64_t dataset_size) override;
 
  private:
-  std::optional<InjectedGradientFault> fault_;  // when --corrupt-grad names this thread
+  std::optional<parallel::GradientFaultPlan> fault_;  // when --corrupt-grad names this thread
 };
 
 // Trains `model` (built from the seed on the main thread) with options.parallel ddp,

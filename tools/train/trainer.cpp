@@ -68,8 +68,9 @@ Trainer::Trainer(TrainOptions options, std::shared_ptr<nn::Module> model, const 
       device_(Device::parse(options_.device)),
       out_dir_(options_.out),
       trace_(std::make_unique<report::TraceRecorder>(role.rank)),
+      trace_observer_(trace_.get()),
       straggler_(options_.straggler && options_.straggler->rank == role.rank
-                     ? std::optional<StragglerDelay>(std::in_place, *options_.straggler, options_.seed)
+                     ? std::optional<parallel::StragglerDelay>(std::in_place, *options_.straggler, options_.seed)
                      : std::nullopt) {
   optimizer_ = make_optimizer(options_, model_->parameters());
 }
@@ -171,16 +172,8 @@ StepResult Trainer::step(const data::Batch& batch) {
   return result;
 }
 
-void StragglerDelay::maybe_sleep(report::TraceRecorder* trace) {
-  float dice = 0;
-  dice_.fill_uniform(&dice, 1, 0.0, 1.0);
-  if (dice >= straggler_.probability) return;
-  report::TraceRecorder::Scope traced(trace, "straggler delay", "straggler");
-  std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(straggler_.delay_ms));
-}
-
 void Trainer::delay_if_straggler() {
-  if (straggler_) straggler_->maybe_sleep(trace());
+  if (straggler_) straggler_->maybe_sleep(trace_observer());
 }
 
 EvalResult Trainer::evaluate() { return to_result(combine(evaluate_sums(*model_, *test_loader_, device_))); }
@@ -279,7 +272,7 @@ void Trainer::update_tracing() {
   const bool on = options_.trace_steps > 0 && step_ >= 1 && step_ <= options_.trace_steps;
   if (on == tracing_) return;
   tracing_ = on;
-  trace_communication(trace());
+  trace_communication(trace_observer());
 }
 
 bool Trainer::run_epoch(int64_t epoch, int64_t skip_batches, Stopwatch& train_clock) {

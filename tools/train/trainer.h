@@ -17,6 +17,8 @@
 #include "nn/optim.h"
 #include "nn/schedule.h"
 #include "report/metrics.h"
+#include "parallel/fault.h"
+#include "parallel/observer.h"
 #include "report/trace.h"
 #include "tensor/generator.h"
 #include "tools/train/datasets.h"
@@ -64,19 +66,6 @@ struct EvalSums {
   int64_t samples = 0;
 };
 
-// --straggler for one worker: before each of its steps, sleeps delay_ms with the spec's
-// probability (a dice seeded from the run's seed and the worker), traced as "straggler delay".
-class StragglerDelay {
- public:
-  StragglerDelay(Straggler straggler, uint64_t run_seed)
-      : straggler_(straggler), dice_(run_seed + 7919 * static_cast<uint64_t>(straggler.rank + 1)) {}
-  void maybe_sleep(report::TraceRecorder* trace);
-
- private:
-  Straggler straggler_;
-  Generator dice_;
-};
-
 class Trainer {
  public:
   // The model must already be on `options.device`; `data` must outlive the trainer.
@@ -95,6 +84,7 @@ class Trainer {
   // Ranks of one process should share one trace epoch (see TraceRecorder); call before run().
   void set_trace_epoch(report::TraceRecorder::Clock::time_point epoch) {
     trace_ = std::make_unique<report::TraceRecorder>(role_.rank, epoch);
+    trace_observer_ = parallel::TraceObserver(trace_.get());
   }
   // This rank's trace events of the traced steps (empty unless options.trace_steps > 0).
   std::vector<report::TraceEvent> trace_events() const { return trace_->events(); }
@@ -123,7 +113,7 @@ class Trainer {
   // Called at the start of each epoch with its number of batches on this rank.
   virtual void start_epoch(int64_t /*batches*/) {}
   // Called when tracing starts (on) and stops (off), to trace the parallel mode's own ops.
-  virtual void trace_communication(report::TraceRecorder* /*trace*/) {}
+  virtual void trace_communication(parallel::Observer* /*observer*/) {}
   // Every rank's trace events, on the main rank (a collective in parallel modes).
   virtual std::vector<report::TraceEvent> gather_trace() { return trace_events(); }
 
@@ -135,6 +125,8 @@ class Trainer {
   int64_t current_step() const { return step_; }  // steps done before this one
   // The recorder while the current step is traced, else null.
   report::TraceRecorder* trace() { return tracing_ ? trace_.get() : nullptr; }
+  // The same recorder as an observer of the parallel module, or null.
+  parallel::Observer* trace_observer() { return tracing_ ? &trace_observer_ : nullptr; }
   // Test loss and accuracy over the whole test set.
   EvalResult evaluate();
 
@@ -173,8 +165,9 @@ class Trainer {
   EvalResult last_eval_;
   std::unique_ptr<data::Sampler> test_sampler_;
   std::unique_ptr<report::TraceRecorder> trace_;
+  parallel::TraceObserver trace_observer_;
   bool tracing_ = false;
-  std::optional<StragglerDelay> straggler_;  // when this rank is the straggler
+  std::optional<parallel::StragglerDelay> straggler_;  // when this rank is the straggler
 };
 
 // x on `device`, in the dtype of the model's parameters when x is floating.

@@ -1,0 +1,89 @@
+// DataParallelStatsCounter: bytes and seconds per phase and per device.
+#include "parallel/data_parallel_stats.h"
+
+#include <algorithm>
+
+#include "tensor/error.h"
+
+namespace rg::parallel {
+
+DataParallelStatsCounter::DataParallelStatsCounter(std::vector<Device> devices, nn::Module& module)
+    : devices_(std::move(devices)) {
+  reset();
+  for (Variable& p : module.parameters())
+    if (p.requires_grad()) hooks_.emplace_back(p, p.add_grad_ready_hook([this](const Variable&) { gradient_final(); }));
+}
+
+DataParallelStatsCounter::~DataParallelStatsCounter() {
+  for (auto& [parameter, id] : hooks_) parameter.remove_grad_ready_hook(id);
+}
+
+PhaseStats& DataParallelStatsCounter::phase(const std::string& name) {
+  if (name == "scatter") return stats_.scatter;
+  if (name == "replicate") return stats_.replicate;
+  if (name == "apply") return stats_.apply;
+  if (name == "gather") return stats_.gather;
+  if (name == "gather_backward") return stats_.gather_backward;
+  if (name == "reduce") return stats_.reduce;
+  RG_THROW("DataParallelStatsCounter: unknown phase '", name, "'");
+}
+
+DeviceTraffic& DataParallelStatsCounter::traffic(Device device) {
+  auto found = std::find_if(stats_.devices.begin(), stats_.devices.end(),
+                            [device](const DeviceTraffic& t) { return t.device == device; });
+  if (found != stats_.devices.end()) return *found;
+  return stats_.devices.emplace_back(DeviceTraffic{device});
+}
+
+void DataParallelStatsCounter::span(const std::string& name, const std::string&, Clock::time_point start,
+                                    Clock::time_point end) {
+  std::lock_guard lock(mutex_);
+  phase(name).seconds += std::chrono::duration<double>(end - start).count();
+  if (name == "scatter") {
+    ++stats_.forwards;
+    end_backward();
+  } else if (name == "gather_backward") {  // the first DataParallel node a backward reaches
+    end_backward();
+    backward_start_ = start;
+    backward_seconds_ = 0;
+    gradients_pending_ = hooks_.size();
+    backward_running_ = !hooks_.empty();
+  }
+}
+
+void DataParallelStatsCounter::copied(const std::string& name, Device from, Device to, uint64_t bytes) {
+  std::lock_guard lock(mutex_);
+  phase(name).bytes += bytes;
+  traffic(from).bytes_out += bytes;
+  traffic(to).bytes_in += bytes;
+}
+
+void DataParallelStatsCounter::gradient_final() {
+  std::lock_guard lock(mutex_);
+  if (!backward_running_) return;
+  backward_seconds_ = std::chrono::duration<double>(Clock::now() - backward_start_).count();
+  if (--gradients_pending_ == 0) end_backward();
+}
+
+// Adds the running backward to the totals: at its module's last gradient, or at the next
+// forward or backward when some parameter got no gradient.
+void DataParallelStatsCounter::end_backward() {
+  if (backward_running_) stats_.backward_seconds += backward_seconds_;
+  backward_running_ = false;
+}
+
+DataParallelStats DataParallelStatsCounter::snapshot() const {
+  std::lock_guard lock(mutex_);
+  DataParallelStats out = stats_;
+  if (backward_running_) out.backward_seconds += backward_seconds_;
+  return out;
+}
+
+void DataParallelStatsCounter::reset() {
+  std::lock_guard lock(mutex_);
+  stats_ = {};
+  for (Device device : devices_) stats_.devices.push_back({device});
+  backward_running_ = false;
+}
+
+}  // namespace rg::parallel

@@ -1,0 +1,33 @@
+// The star all-reduce, or central reduction: the synchronous parameter-server pattern of
+// claim C07, where every rank sends to rank 0, which averages and sends the result back.
+// (The asynchronous parameter server, parallel/async.h, is a different algorithm: its
+// workers do not wait for one another.)
+#include "parallel/algorithms.h"
+#include "tensor/ops.h"
+
+namespace rg::parallel {
+
+// BEGIN SOLUTION lab4.star_all_reduce
+void star_all_reduce(PointToPoint& p2p, const Tensor& flat, ReduceOp op) {
+  const int n = p2p.size();
+  if (n == 1) return;
+  if (p2p.rank() != 0) {
+    p2p.send(flat, 0);
+    p2p.recv(flat, 0);
+    return;
+  }
+  // The centre: one worker after another, in rank order (so the sum is the serial one),
+  // then the result to everyone at once.
+  Tensor incoming = empty_like(flat);
+  std::vector<int> workers;
+  for (int worker = 1; worker < n; ++worker) {
+    p2p.recv(incoming, worker);
+    reduce_into(flat, incoming, op);
+    workers.push_back(worker);
+  }
+  if (op == ReduceOp::avg) divide_by(flat, n);
+  p2p.send_to_all(flat, workers);
+}
+// END SOLUTION
+
+}  // namespace rg::parallel
