@@ -214,7 +214,7 @@ void Trainer::save_checkpoint(int64_t epoch, int64_t position) const {
 }
 
 void Trainer::write_config() const {
-  const ImageShape s = data_.shape();
+  const data::ImageShape s = data_.shape();
   int64_t parameters = 0;
   for (const auto& p : model_->parameters()) parameters += p.numel();
   report::write_json_file(out_dir_ / "config.json",
