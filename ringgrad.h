@@ -16,6 +16,7 @@
 #include "nn/optim.h"
 #include "nn/schedule.h"
 #include "data/data.h"
+#include "models/models.h"
 #include "parallel/async.h"
 #include "parallel/data_parallel.h"
 #include "parallel/ddp.h"

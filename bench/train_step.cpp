@@ -9,13 +9,12 @@
 #include <string>
 
 #include "ringgrad.h"
-#include "tools/train/models.h"
 
 using namespace rg;
 
 static double samples_per_second(const std::string& model_name, int64_t batch, int steps, Device device) {
   default_generator().set_state(0, 0);
-  auto model = train::make_model(model_name, {});
+  auto model = models::make_model(model_name, {});  // MNIST-shaped: 1x28x28, 10 classes
   model->to(device);
   optim::SGD opt(model->parameters(), {.lr = 0.01, .momentum = 0.9});
   Generator gen(1);

@@ -1,4 +1,5 @@
-// The data layer's public API in one include: datasets, transforms, samplers, DataLoader.
+// The data layer's public API in one include: datasets, transforms, samplers, DataLoader,
+// data sets by name.
 #pragma once
 #include "data/cifar.h"
 #include "data/dataset.h"
@@ -6,6 +7,7 @@
 #include "data/image_folder.h"
 #include "data/io.h"
 #include "data/loader.h"
+#include "data/named.h"
 #include "data/sampler.h"
 #include "data/synthetic.h"
 #include "data/transforms.h"

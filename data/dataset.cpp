@@ -44,6 +44,10 @@ Normalization channel_norm(const Normalization* norm, int64_t channels, const st
 
 Normalization Dataset::normalization() const { return {{0.0f}, {1.0f}}; }
 
+ImageShape image_shape(const Dataset& dataset) {
+  return {dataset.channels(), dataset.height(), dataset.width(), dataset.num_classes()};
+}
+
 Batch Dataset::get_batch(std::span<const int64_t> indices, const Normalization* norm) const {
   const int64_t b = static_cast<int64_t>(indices.size()), c = channels(), hw = height() * width();
   const Normalization cn = channel_norm(norm, c, name());

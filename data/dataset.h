@@ -49,6 +49,17 @@ class Dataset {
   virtual Batch get_batch(std::span<const int64_t> indices, const Normalization* norm) const;
 };
 
+// What a model needs to know of a dataset to be sized for it: its images' (C, H, W) and
+// its class count K (rg::models take one). The defaults are an MNIST image.
+struct ImageShape {
+  int64_t channels = 1;
+  int64_t height = 28;
+  int64_t width = 28;
+  int64_t num_classes = 10;
+};
+
+ImageShape image_shape(const Dataset& dataset);
+
 struct DatasetInfo {
   std::string name = {};
   int64_t num_classes = 0;

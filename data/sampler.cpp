@@ -79,4 +79,18 @@ std::vector<int64_t> DistributedSampler::indices() {
   return mine;
 }
 
+ShardSampler::ShardSampler(int64_t n, int64_t rank, int64_t world_size) {
+  check_size(n, "ShardSampler");
+  RG_CHECK(world_size >= 1, "ShardSampler: world_size must be >= 1, got ", world_size);
+  RG_CHECK(rank >= 0 && rank < world_size, "ShardSampler: rank ", rank, " out of range [0, ", world_size, ")");
+  begin_ = n * rank / world_size;
+  end_ = n * (rank + 1) / world_size;
+}
+
+std::vector<int64_t> ShardSampler::indices() {
+  std::vector<int64_t> out(size());
+  std::iota(out.begin(), out.end(), begin_);
+  return out;
+}
+
 }  // namespace rg::data

@@ -2,6 +2,7 @@
 // DistributedSampler follows PyTorch's rule exactly (same padding, same rank striding) so
 // lecture code maps one to one; its shuffled order comes from our Philox generator seeded
 // with seed + epoch, so it differs from PyTorch's but is the same on every rank.
+// ShardSampler splits a dataset into contiguous, unpadded shares for distributed evaluation.
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -77,6 +78,24 @@ class DistributedSampler : public Sampler {
   int64_t num_samples_;
   int64_t last_epoch_ = -1;
   int64_t repeated_epochs_ = 0;
+};
+
+// Rank r of world_size gets the r-th contiguous share of 0..n-1, [n r / R, n (r+1) / R),
+// in order, every epoch. Unlike DistributedSampler's, the shares are not padded: together
+// they cover every index exactly once (their sizes differ by at most one, and some are
+// empty when n < R), so sums reduced over the ranks count each example once: a
+// distributed evaluation.
+class ShardSampler : public Sampler {
+ public:
+  ShardSampler(int64_t n, int64_t rank, int64_t world_size);
+  int64_t size() const override { return end_ - begin_; }
+  std::vector<int64_t> indices() override;  // begin(), begin() + 1, ..., end() - 1
+
+  int64_t begin() const { return begin_; }
+  int64_t end() const { return end_; }
+
+ private:
+  int64_t begin_, end_;
 };
 
 }  // namespace rg::data

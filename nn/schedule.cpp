@@ -13,6 +13,11 @@ static void check_step(int64_t step, const char* schedule) {
   RG_CHECK(step >= 0, schedule, ": step must be >= 0, got ", step);
 }
 
+double ConstantLR::lr_at(int64_t step) const {
+  check_step(step, "ConstantLR");
+  return base_lr_;
+}
+
 StepLR::StepLR(double base_lr, int64_t step_size, double gamma) : base_lr_(base_lr), gamma_(gamma), step_size_(step_size) {
   RG_CHECK(step_size > 0, "StepLR: step_size must be positive, got ", step_size);
 }

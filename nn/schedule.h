@@ -12,6 +12,18 @@ class Schedule {
   virtual double lr_at(int64_t step) const = 0;
 };
 
+// lr = base_lr at every step: a run without a schedule, or the schedule LinearWarmup wraps
+// to warm up to a fixed lr. (PyTorch's ConstantLR is another thing: base_lr * factor for
+// the first total_iters steps, then base_lr.)
+class ConstantLR : public Schedule {
+ public:
+  explicit ConstantLR(double base_lr) : base_lr_(base_lr) {}
+  double lr_at(int64_t step) const override;
+
+ private:
+  double base_lr_;
+};
+
 // lr = base_lr * gamma^floor(step / step_size)   (PyTorch's StepLR)
 class StepLR : public Schedule {
  public:

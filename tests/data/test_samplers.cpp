@@ -1,10 +1,12 @@
 // Sampler tests: DistributedSampler's unshuffled lists equal PyTorch's (fixtures from
 // scripts/make_sampler_fixtures.py), its shuffled order depends on (seed, epoch) only and is
 // shared by all ranks, padding is counted, and a forgotten set_epoch is reported.
+// ShardSampler's contiguous shares cover a dataset exactly once for any size and world.
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <iostream>
+#include <numeric>
 #include <set>
 #include <sstream>
 
@@ -122,4 +124,44 @@ TEST_CASE("data.random_and_sequential_samplers", "[data]") {
   std::sort(sorted.begin(), sorted.end());
   data::SequentialSampler seq(50);
   CHECK(sorted == seq.indices());
+}
+
+TEST_CASE("data.shard_sampler_covers_the_dataset_exactly_once", "[data]") {
+  for (int64_t world = 1; world <= 8; ++world) {
+    for (int64_t n : {int64_t{0}, int64_t{1}, int64_t{2}, int64_t{5}, int64_t{7}, int64_t{13}, int64_t{97},
+                      int64_t{1000}, int64_t{10007}}) {
+      INFO("n " << n << ", world " << world);
+      std::vector<int64_t> all;
+      int64_t smallest = n, largest = 0;
+      for (int64_t rank = 0; rank < world; ++rank) {
+        data::ShardSampler shard(n, rank, world);
+        const std::vector<int64_t> mine = shard.indices();
+        REQUIRE(static_cast<int64_t>(mine.size()) == shard.size());
+        CHECK(shard.begin() == n * rank / world);
+        CHECK(shard.end() == n * (rank + 1) / world);
+        CHECK(mine == shard.indices());  // the same share every epoch
+        smallest = std::min(smallest, shard.size());
+        largest = std::max(largest, shard.size());
+        all.insert(all.end(), mine.begin(), mine.end());  // rank order: the shares follow each other
+      }
+      std::vector<int64_t> expected(static_cast<size_t>(n));
+      std::iota(expected.begin(), expected.end(), int64_t{0});
+      CHECK(all == expected);
+      CHECK(largest - smallest <= 1);
+    }
+  }
+}
+
+TEST_CASE("data.shard_sampler_with_fewer_items_than_ranks", "[data]") {
+  // 3 items over 5 ranks: [0, 0), [0, 1), [1, 1), [1, 2), [2, 3).
+  std::vector<std::vector<int64_t>> shares;
+  for (int64_t rank = 0; rank < 5; ++rank) shares.push_back(data::ShardSampler(3, rank, 5).indices());
+  CHECK(shares == std::vector<std::vector<int64_t>>{{}, {0}, {}, {1}, {2}});
+}
+
+TEST_CASE("data.shard_sampler_rejects_bad_arguments", "[data]") {
+  CHECK_THROWS_WITH(data::ShardSampler(10, 0, 0), Catch::Contains("ShardSampler: world_size must be >= 1, got 0"));
+  CHECK_THROWS_WITH(data::ShardSampler(10, 3, 3), Catch::Contains("ShardSampler: rank 3 out of range [0, 3)"));
+  CHECK_THROWS_WITH(data::ShardSampler(10, -1, 3), Catch::Contains("ShardSampler: rank -1 out of range [0, 3)"));
+  CHECK_THROWS_WITH(data::ShardSampler(-1, 0, 2), Catch::Contains("ShardSampler: dataset size must be >= 0, got -1"));
 }

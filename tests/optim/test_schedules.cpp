@@ -8,6 +8,18 @@
 
 using namespace rg;
 
+TEST_CASE("optim.constant_lr", "[optim]") {
+  optim::ConstantLR schedule(0.05);
+  for (int64_t step : {int64_t{0}, int64_t{1}, int64_t{999}, int64_t{1} << 40}) CHECK(schedule.lr_at(step) == 0.05);
+  CHECK_THROWS_WITH(schedule.lr_at(-1), Catch::Contains("ConstantLR: step must be >= 0"));
+  // Warming up to a fixed lr, as ringgrad-train's --warmup-epochs does.
+  optim::LinearWarmup warmup(std::make_shared<optim::ConstantLR>(0.2), 4, 0.1);
+  CHECK(warmup.lr_at(0) == Approx(0.02));
+  CHECK(warmup.lr_at(2) == Approx(0.2 * (0.1 + 0.9 * 0.5)));
+  CHECK(warmup.lr_at(4) == 0.2);
+  CHECK(warmup.lr_at(100) == 0.2);
+}
+
 TEST_CASE("optim.step_lr", "[optim]") {
   optim::StepLR schedule(0.1, 3, 0.5);
   CHECK(schedule.lr_at(0) == 0.1);

@@ -5,11 +5,11 @@
 #include <iostream>
 #include <regex>
 
+#include "data/named.h"
+#include "models/named.h"
 #include "tensor/blas.h"
 #include "tensor/cuda.h"
 #include "tensor/thread_pool.h"
-#include "tools/train/datasets.h"
-#include "tools/train/models.h"
 #include "tools/train/options.h"
 #include "tools/train/parallel_run.h"
 #include "tools/train/trainer.h"
@@ -59,12 +59,12 @@ int run_training(const TrainOptions& options, int argc, char** argv) {
   }
   DataSplits data;
   try {
-    data = load_data({.name = options.data, .image_size = options.image_size, .seed = options.seed});
+    data = data::load_named({.name = options.data, .image_size = options.image_size, .seed = options.seed});
   } catch (const Error& e) {
     return fail(1, e.what());
   }
   default_generator().set_state(options.seed, 0);
-  auto model = make_model(options.model, data.shape());
+  auto model = models::make_model(options.model, data.shape());
   model->to(device);
   model->to(options.dtype == "float64" ? DType::float64 : DType::float32);
   bool is_main = is_main_process();

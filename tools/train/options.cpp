@@ -12,8 +12,8 @@
 #include <ostream>
 #include <sstream>
 
-#include "tools/train/datasets.h"
-#include "tools/train/models.h"
+#include "data/named.h"
+#include "models/named.h"
 
 namespace rg::train {
 
@@ -111,8 +111,8 @@ void add_flags(CLI::App& app, RawFlags& f) {
   auto add = [&](const char* name, std::string& value, const std::string& help, const char* type) {
     app.add_option(name, value, help)->type_name(type)->default_str(value.empty() ? "none" : value);
   };
-  add("--data", f.data, "dataset: " + join(data_names()), "NAME");
-  add("--model", f.model, "model, sized from the data: " + join(model_names()), "NAME");
+  add("--data", f.data, "dataset: " + join(data::dataset_names()), "NAME");
+  add("--model", f.model, "model, sized from the data: " + join(models::model_names()), "NAME");
   add("--image-size", f.image_size, "folder data: images are resized to SIZE x SIZE RGB", "SIZE");
   add("--epochs", f.epochs, "passes over the training set", "N");
   add("--batch-size", f.batch_size, "samples per step", "N");
@@ -273,17 +273,17 @@ void convert_parallel(const RawFlags& f, TrainOptions& o) {
 TrainOptions convert(const RawFlags& f) {
   TrainOptions o;
   o.data = f.data;
-  if (!is_data_name(o.data)) {
-    throw FlagError{"--data", "unknown value '" + o.data + "'; accepted: " + join(data_names())};
+  if (!data::is_dataset_name(o.data)) {
+    throw FlagError{"--data", "unknown value '" + o.data + "'; accepted: " + join(data::dataset_names())};
   }
   if (o.data.starts_with("folder:")) {
-    if (const std::string path = folder_path(o.data); path.empty() || !std::filesystem::is_directory(path)) {
+    if (const std::string path = data::folder_path(o.data); path.empty() || !std::filesystem::is_directory(path)) {
       throw FlagError{"--data", "folder '" + path + "' does not exist; expected folder:PATH with PATH/train and " +
                                     "PATH/test"};
     }
   }
   o.model = f.model;
-  check_member("--model", o.model, model_names());
+  check_member("--model", o.model, models::model_names());
   o.image_size = parse_int("--image-size", f.image_size, 4);
   o.epochs = parse_int("--epochs", f.epochs, 1);
   o.batch_size = parse_int("--batch-size", f.batch_size, 1);

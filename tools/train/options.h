@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 
+#include "nn/schedule.h"
 #include "parallel/fault.h"
 
 namespace rg::train {
@@ -56,7 +57,7 @@ struct TrainOptions {
   // lr, or with linear scaling lr × global batch ÷ micro-batch: lr is tuned for one
   // worker's micro-batch and grows with the batch each update averages over.
   double lr_in_use() const {
-    return lr_scaling == "linear" ? lr * static_cast<double>(global_batch()) / static_cast<double>(micro_batch()) : lr;
+    return lr_scaling == "linear" ? optim::linear_scaled_lr(lr, global_batch(), micro_batch()) : lr;
   }
 };
 

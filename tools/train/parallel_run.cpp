@@ -5,7 +5,6 @@
 #include <filesystem>
 #include <iomanip>
 #include <iostream>
-#include <numeric>
 #include <sstream>
 
 #include "data/sampler.h"
@@ -18,22 +17,6 @@ using parallel::ProcessGroup;
 
 namespace {
 
-// Rank r of n evaluates the r-th contiguous share of the test set; the shares cover it
-// exactly once (DistributedSampler would pad it with repeats).
-class ShardSampler : public data::Sampler {
- public:
-  ShardSampler(int64_t n, int rank, int world_size)
-      : begin_(n * rank / world_size), end_(n * (rank + 1) / world_size) {}
-  int64_t size() const override { return end_ - begin_; }
-  std::vector<int64_t> indices() override {
-    std::vector<int64_t> out(size());
-    std::iota(out.begin(), out.end(), begin_);
-    return out;
-  }
-
- private:
-  int64_t begin_, end_;
-};
 
 // This worker's share of each epoch: positions rank, rank + workers, ... of the shuffled order.
 std::unique_ptr<data::Sampler> worker_shard(int64_t dataset_size, const Role& role, uint64_t seed) {
@@ -120,7 +103,7 @@ std::unique_ptr<data::Sampler> DDPTrainer::make_sampler(int64_t dataset_size) {
 }
 
 std::unique_ptr<data::Sampler> DDPTrainer::make_test_sampler(int64_t dataset_size) {
-  return std::make_unique<ShardSampler>(dataset_size, role().rank, role().world_size);
+  return std::make_unique<data::ShardSampler>(dataset_size, role().rank, role().world_size);
 }
 
 EvalSums DDPTrainer::combine(const EvalSums& mine) {

@@ -26,15 +26,6 @@ namespace {
 constexpr int64_t kEvalBatch = 1000;  // evaluation only: bigger batches, same result
 constexpr double kWarmupStartFactor = 0.1;
 
-class ConstantLR : public optim::Schedule {
- public:
-  explicit ConstantLR(double lr) : lr_(lr) {}
-  double lr_at(int64_t) const override { return lr_; }
-
- private:
-  double lr_;
-};
-
 int64_t count_correct(const Tensor& logits, const Tensor& labels) {
   // eq gives uint8 0/1; sum counts integers in int64, so it cannot overflow.
   return static_cast<int64_t>(sum(eq(argmax(logits, 1), labels)).item());
@@ -117,7 +108,7 @@ void Trainer::prepare() {
       *data_.test, data::DataLoaderOptions{.batch_size = kEvalBatch, .sampler = test_sampler_.get()});
   steps_per_epoch_ = train_loader_->size();
   const auto warmup_steps = static_cast<int64_t>(std::llround(options_.warmup_epochs * steps_per_epoch_));
-  schedule_ = std::make_unique<ConstantLR>(options_.lr_in_use());
+  schedule_ = std::make_unique<optim::ConstantLR>(options_.lr_in_use());
   if (warmup_steps > 0) {
     schedule_ = std::make_unique<optim::LinearWarmup>(std::move(schedule_), warmup_steps, kWarmupStartFactor);
   }
@@ -216,7 +207,7 @@ void Trainer::save_checkpoint(int64_t epoch, int64_t position) const {
 }
 
 void Trainer::write_config() const {
-  const ImageShape s = data_.shape();
+  const data::ImageShape s = data_.shape();
   int64_t parameters = 0;
   for (const auto& p : model_->parameters()) parameters += p.numel();
   report::write_json_file(out_dir_ / "config.json",

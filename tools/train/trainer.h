@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "data/loader.h"
+#include "data/named.h"
 #include "nn/module.h"
 #include "nn/optim.h"
 #include "nn/schedule.h"
@@ -21,10 +22,11 @@
 #include "parallel/observer.h"
 #include "report/trace.h"
 #include "tensor/generator.h"
-#include "tools/train/datasets.h"
 #include "tools/train/options.h"
 
 namespace rg::train {
+
+using data::DataSplits;  // the run's train and test sets, loaded by name (data/named.h)
 
 // A --resume checkpoint that cannot be used with this run: a flag problem (exit code 2).
 class ResumeError : public Error {
