@@ -58,6 +58,8 @@ class Variable {
   double item() const { return data().item(); }
 
   // ---- differentiable views and moves (see autograd/functions.h for the rest) ----
+  // As Tensor's: view never copies (it throws when the strides do not allow one, e.g.
+  // after a transpose); reshape is a view when it can be, else a copy.
   Variable view(const Shape& shape) const;
   Variable reshape(const Shape& shape) const;
   Variable flatten(int64_t start_dim = 0, int64_t end_dim = -1) const;

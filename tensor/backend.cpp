@@ -39,12 +39,12 @@ const char* op_name(UnaryOp op) {
 }
 
 const char* op_name(BinaryOp op) {
-  static const char* names[] = {"add", "sub", "mul", "div", "pow", "maximum", "minimum", "relu_grad",
+  static const char* names[] = {"add", "sub", "mul", "div", "pow", "maximum", "minimum", "where_positive",
                                 "eq",  "ne",  "lt",  "le",  "gt",  "ge"};
   return names[static_cast<int>(op)];
 }
 
-const char* op_name(ReduceOp op) {
+const char* op_name(DimReduction op) {
   static const char* names[] = {"sum", "mean", "max", "min", "argmax", "argmin"};
   return names[static_cast<int>(op)];
 }

@@ -18,15 +18,17 @@
 namespace rg {
 
 enum class UnaryOp { neg, exp, log, sqrt, tanh, sigmoid, relu, abs, sign, square, reciprocal };
-// add/sub compute a + alpha*b; relu_grad is a where b > 0, else 0 (ReLU's backward, b its
-// output); comparisons write uint8 0/1.
-enum class BinaryOp { add, sub, mul, div, pow, maximum, minimum, relu_grad, eq, ne, lt, le, gt, ge };
-enum class ReduceOp { sum, mean, max, min, argmax, argmin };
+// add/sub compute a + alpha*b; where_positive is a where b > 0, else 0 (one pass, and an
+// infinite a where b <= 0 still gives 0, not a * 0 = NaN); comparisons write uint8 0/1.
+enum class BinaryOp { add, sub, mul, div, pow, maximum, minimum, where_positive, eq, ne, lt, le, gt, ge };
+// Reductions along the dims of one tensor (not parallel::ReduceOp, which combines one
+// tensor across ranks).
+enum class DimReduction { sum, mean, max, min, argmax, argmin };
 enum class RandomKind { uniform, normal, randint };
 
 const char* op_name(UnaryOp op);
 const char* op_name(BinaryOp op);
-const char* op_name(ReduceOp op);
+const char* op_name(DimReduction op);
 inline bool is_comparison(BinaryOp op) { return op >= BinaryOp::eq; }
 
 struct Conv2dGeometry {  // shared by im2col/col2im and pooling
@@ -72,7 +74,7 @@ class Backend {
   // ---- reductions ----
   // dst has src's rank with size 1 in every reduced dim (keepdim form). For argmax and
   // argmin exactly one dim is reduced and dst is int64.
-  virtual void reduce(ReduceOp op, const Tensor& src, const Tensor& dst) = 0;
+  virtual void reduce(DimReduction op, const Tensor& src, const Tensor& dst) = 0;
   // Softmax or log-softmax of src along `dim`, written to dst (same shape).
   virtual void softmax(const Tensor& src, const Tensor& dst, int64_t dim, bool log) = 0;
 

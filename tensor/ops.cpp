@@ -75,7 +75,7 @@ Tensor scalar_like(const Tensor& t, double value) {
   return Tensor::scalar(value, dtype, t.device());
 }
 
-Tensor reduce(ReduceOp op, const Tensor& x, const std::vector<int64_t>& dims, bool keepdim) {
+Tensor reduce(DimReduction op, const Tensor& x, const std::vector<int64_t>& dims, bool keepdim) {
   const char* name = op_name(op);
   check_defined(name, x);
   std::set<int64_t> reduced;
@@ -88,7 +88,7 @@ Tensor reduce(ReduceOp op, const Tensor& x, const std::vector<int64_t>& dims, bo
   Shape keep_shape = x.shape(), out_shape;
   for (int64_t d = 0; d < x.dim(); ++d) {
     if (reduced.count(d)) {
-      RG_CHECK(x.shape()[d] > 0 || op == ReduceOp::sum || op == ReduceOp::mean, name,
+      RG_CHECK(x.shape()[d] > 0 || op == DimReduction::sum || op == DimReduction::mean, name,
                ": cannot reduce over dim ", d, " of size 0 (shape ", shape_str(x.shape()), ")");
       keep_shape[d] = 1;
     } else {
@@ -96,12 +96,12 @@ Tensor reduce(ReduceOp op, const Tensor& x, const std::vector<int64_t>& dims, bo
     }
   }
   DType dtype = x.dtype();
-  if (op == ReduceOp::argmax || op == ReduceOp::argmin) dtype = DType::int64;
-  if (op == ReduceOp::sum && !is_floating(dtype)) dtype = DType::int64;
+  if (op == DimReduction::argmax || op == DimReduction::argmin) dtype = DType::int64;
+  if (op == DimReduction::sum && !is_floating(dtype)) dtype = DType::int64;
   // The kernels read and write one dtype (argmax/argmin aside): integer sums run in int64
   // (no uint8 overflow), means in floating point.
-  Tensor in = op == ReduceOp::mean ? as_floating(x) : op == ReduceOp::sum ? x.to(dtype) : x;
-  if (op == ReduceOp::mean) dtype = in.dtype();
+  Tensor in = op == DimReduction::mean ? as_floating(x) : op == DimReduction::sum ? x.to(dtype) : x;
+  if (op == DimReduction::mean) dtype = in.dtype();
   Tensor out = Tensor::empty(keep_shape, dtype, x.device());
   backend_of(in).reduce(op, in, out);
   return keepdim ? out : out.view(out_shape);
@@ -194,8 +194,8 @@ Tensor div(const Tensor& a, const Tensor& b) { return binary(BinaryOp::div, a, b
 Tensor pow(const Tensor& a, const Tensor& b) { return binary(BinaryOp::pow, a, b); }
 Tensor pow(const Tensor& a, double exponent) { return binary(BinaryOp::pow, a, scalar_like(a, exponent)); }
 Tensor maximum(const Tensor& a, const Tensor& b) { return binary(BinaryOp::maximum, a, b); }
-Tensor relu_grad(const Tensor& grad, const Tensor& y) { return binary(BinaryOp::relu_grad, grad, y); }
 Tensor minimum(const Tensor& a, const Tensor& b) { return binary(BinaryOp::minimum, a, b); }
+Tensor where_positive(const Tensor& a, const Tensor& b) { return binary(BinaryOp::where_positive, a, b); }
 Tensor eq(const Tensor& a, const Tensor& b) { return binary(BinaryOp::eq, a, b); }
 Tensor ne(const Tensor& a, const Tensor& b) { return binary(BinaryOp::ne, a, b); }
 Tensor lt(const Tensor& a, const Tensor& b) { return binary(BinaryOp::lt, a, b); }
@@ -251,12 +251,20 @@ Tensor operator/(double a, const Tensor& b) { return div(scalar_like(b, a), b); 
 
 // ---- reductions ----
 
-Tensor sum(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim) { return reduce(ReduceOp::sum, x, dims, keepdim); }
-Tensor mean(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim) { return reduce(ReduceOp::mean, x, dims, keepdim); }
-Tensor max(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim) { return reduce(ReduceOp::max, x, dims, keepdim); }
-Tensor min(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim) { return reduce(ReduceOp::min, x, dims, keepdim); }
-Tensor argmax(const Tensor& x, int64_t dim, bool keepdim) { return reduce(ReduceOp::argmax, x, {dim}, keepdim); }
-Tensor argmin(const Tensor& x, int64_t dim, bool keepdim) { return reduce(ReduceOp::argmin, x, {dim}, keepdim); }
+Tensor sum(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim) {
+  return reduce(DimReduction::sum, x, dims, keepdim);
+}
+Tensor mean(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim) {
+  return reduce(DimReduction::mean, x, dims, keepdim);
+}
+Tensor max(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim) {
+  return reduce(DimReduction::max, x, dims, keepdim);
+}
+Tensor min(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim) {
+  return reduce(DimReduction::min, x, dims, keepdim);
+}
+Tensor argmax(const Tensor& x, int64_t dim, bool keepdim) { return reduce(DimReduction::argmax, x, {dim}, keepdim); }
+Tensor argmin(const Tensor& x, int64_t dim, bool keepdim) { return reduce(DimReduction::argmin, x, {dim}, keepdim); }
 
 Tensor sum_to(const Tensor& x, const Shape& shape) {
   if (x.shape() == shape) return x;

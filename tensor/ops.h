@@ -40,7 +40,7 @@ Tensor pow(const Tensor& a, const Tensor& b);
 Tensor pow(const Tensor& a, double exponent);
 Tensor maximum(const Tensor& a, const Tensor& b);
 Tensor minimum(const Tensor& a, const Tensor& b);
-Tensor relu_grad(const Tensor& grad, const Tensor& y);  // grad where y > 0, else 0 (y: ReLU's output)
+Tensor where_positive(const Tensor& a, const Tensor& b);  // a where b > 0, else 0 (ReLU's backward)
 // Comparisons give uint8 tensors of 0/1.
 Tensor eq(const Tensor& a, const Tensor& b);
 Tensor ne(const Tensor& a, const Tensor& b);

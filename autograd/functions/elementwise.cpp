@@ -93,9 +93,9 @@ Variable sigmoid(const Variable& x) {
 Variable relu(const Variable& x) {
   Tensor y = rg::relu(x.data());
   return make_result("relu", y, {x}, [y](const Tensor& g, const NeedsGrad&) {
-    // g where y > 0, else 0, in one pass (a mask and a select took two, and g * mask would
-    // turn an infinite g into NaN).
-    return Gradients{relu_grad(g, y)};
+    // dx = g where y > 0, else 0: one pass, where g * (y > 0) would take two and turn an
+    // infinite g into NaN.
+    return Gradients{where_positive(g, y)};
   });
 }
 
