@@ -13,7 +13,7 @@ using namespace detail;
 
 static void check_image_batch(const char* op, const Tensor& x) {
   check_defined(op, x);
-  RG_CHECK(x.dim() == 4, op, ": expects (N, C, H, W), got shape ", shape_str(x.shape()));
+  RG_CHECK(x.dim() == 4, op, ": expects (B, C, H, W), got shape ", shape_str(x.shape()));
   check_floating(op, x);
 }
 
@@ -43,7 +43,7 @@ Tensor im2col(const Tensor& x, const Conv2dGeometry& g) {
 
 Tensor col2im(const Tensor& cols, const Shape& x_shape, const Conv2dGeometry& g) {
   check_defined("col2im", cols);
-  RG_CHECK(x_shape.size() == 4, "col2im: image shape must be (N, C, H, W), got ", shape_str(x_shape));
+  RG_CHECK(x_shape.size() == 4, "col2im: image shape must be (B, C, H, W), got ", shape_str(x_shape));
   auto [oh, ow] = output_size("col2im", x_shape, g);
   Shape expected = {x_shape[0], x_shape[1] * g.kernel_h * g.kernel_w, oh * ow};
   RG_CHECK(cols.shape() == expected, "col2im: columns of shape ", shape_str(cols.shape()), " do not match image ",
@@ -58,7 +58,7 @@ static Shape conv2d_output_shape(const char* op, const Tensor& x, const Tensor& 
   check_image_batch(op, x);
   check_same_device(op, x, w);
   RG_CHECK(w.dim() == 4 && w.size(1) == x.size(1) && w.dtype() == x.dtype(), op, ": input ", shape_str(x.shape()), " ",
-           dtype_name(x.dtype()), " (N, C, H, W) does not match weight ", shape_str(w.shape()), " ",
+           dtype_name(x.dtype()), " (B, C, H, W) does not match weight ", shape_str(w.shape()), " ",
            dtype_name(w.dtype()), " (O, C, kh, kw)");
   RG_CHECK(w.size(2) == g.kernel_h && w.size(3) == g.kernel_w, op, ": weight ", shape_str(w.shape()),
            " does not match the kernel size ", g.kernel_h, "x", g.kernel_w);

@@ -35,8 +35,8 @@ Variable div(const Variable& a, const Variable& b) {
   });
 }
 
-// maximum/minimum send the gradient to the selected input (to `a` on ties, as PyTorch
-// splits it evenly; we keep the simpler rule and test away from ties).
+// maximum/minimum send the gradient to the selected input, all of it to `a` on ties
+// (PyTorch splits it evenly there; we keep the simpler rule and test away from ties).
 static Variable select_binary(const char* name, const Variable& a, const Variable& b, bool take_max) {
   Tensor x = a.data(), y = b.data();
   Tensor pick_a = take_max ? ge(x, y) : le(x, y);

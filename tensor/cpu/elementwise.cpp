@@ -29,7 +29,7 @@ void apply_unary(const Tensor& src, const Tensor& dst, F f) {
                   });
 }
 
-// An input of a binary op: typed memory and strides in elements.
+// An input of a binary op: its bytes and its strides in elements.
 struct Operand {
   char* data;
   const Shape* strides;
