@@ -25,4 +25,5 @@
 #include "report/progress.h"
 #include "report/svg.h"
 #include "report/table.h"
+#include "report/timeline_svg.h"
 #include "report/trace.h"

@@ -121,7 +121,7 @@ struct NewestFirst {
 
 void run_backward(const std::vector<Variable>& roots, const std::vector<Tensor>& gradients, bool retain_graph) {
   std::unordered_map<Node*, Tensor> pending;  // summed gradient waiting at each node
-  std::vector<Node*> root_nodes;
+  std::vector<Node*> root_nodes;              // each once, even when listed twice
   std::vector<std::shared_ptr<Node>> keep_alive;
   for (size_t i = 0; i < roots.size(); ++i) {
     const Variable& root = roots[i];
@@ -138,23 +138,32 @@ void run_backward(const std::vector<Variable>& roots, const std::vector<Tensor>&
     std::shared_ptr<Node> node = edge_to(root);
     keep_alive.push_back(node);
     Tensor& slot = pending[node.get()];
+    if (!slot.defined()) root_nodes.push_back(node.get());
     slot = slot.defined() ? slot + gradient : gradient;
-    root_nodes.push_back(node.get());
   }
 
+  // Every reachable node becomes ready exactly once, when the last edge into it has been
+  // followed, and is then processed whether or not a gradient reached it.
   std::unordered_map<Node*, int> dependencies = count_dependencies(root_nodes);
   std::priority_queue<Node*, std::vector<Node*>, NewestFirst> ready;
   for (Node* root : root_nodes)
     if (dependencies[root] == 0) ready.push(root);
-  std::vector<Node*> executed;
+  std::vector<Node*> processed;
   while (!ready.empty()) {
     Node* node = ready.top();
     ready.pop();
-    if (pending.count(node) == 0) continue;  // already ran (a root listed twice)
-    Tensor grad_output = std::move(pending[node]);
-    pending.erase(node);
-    Gradients grads = node->apply(grad_output);
-    executed.push_back(node);
+    processed.push_back(node);
+    // A node that no gradient reached (every path to it went through a backward that
+    // returned none for it, e.g. a stop-gradient) passes nothing on and is not applied,
+    // so a leaf's hooks fire only for a gradient. It must still release its inputs below:
+    // otherwise their counts never reach zero and gradients that reached them by other
+    // paths are lost.
+    Gradients grads;
+    if (auto it = pending.find(node); it != pending.end()) {
+      Tensor grad_output = std::move(it->second);
+      pending.erase(it);
+      grads = node->apply(grad_output);
+    }
     for (size_t i = 0; i < node->next.size(); ++i) {
       Node* input = node->next[i].get();
       if (!input) continue;
@@ -163,11 +172,11 @@ void run_backward(const std::vector<Variable>& roots, const std::vector<Tensor>&
         Tensor& slot = pending[input];
         slot = slot.defined() ? slot + grads[i] : grads[i];
       }
-      if (--dependencies[input] == 0 && pending.count(input)) ready.push(input);
+      if (--dependencies[input] == 0) ready.push(input);
     }
   }
   if (!retain_graph)
-    for (Node* node : executed) node->release();
+    for (Node* node : processed) node->release();
 }
 
 }  // namespace rg

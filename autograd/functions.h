@@ -1,6 +1,11 @@
 // Differentiable functions on Variables. Each is written once, with its backward beside
 // its forward, from tensor ops — so it runs on every device. Broadcasting is undone in
 // backward by summing over the broadcast dims (sum_to).
+//
+// Shape letters as in tensor/ops.h (B batch, C channels, H and W height and width, O output
+// channels, kh and kw the kernel, OH and OW the output), and here also
+//   K        classes: logits (B, K)
+//   in, out  a linear layer's input and output features: x (B, in), weight (out, in)
 #pragma once
 #include <optional>
 
@@ -50,32 +55,32 @@ Variable max(const Variable& x, int64_t dim, bool keepdim = false);
 
 // ---- linear algebra, convolution, pooling ----
 Variable matmul(const Variable& a, const Variable& b);
-// y = x W^T + b, x (N, in), weight (out, in), bias (out) or undefined.
+// y = x W^T + b, x (B, in), weight (out, in), bias (out) or undefined -> (B, out).
 Variable linear(const Variable& x, const Variable& weight, const Variable& bias);
 struct Conv2dOptions {
   int64_t stride = 1;
   int64_t padding = 0;
 };
-// x (N, C, H, W), weight (O, C, kh, kw), bias (O) or undefined -> (N, O, OH, OW); im2col + GEMM.
+// x (B, C, H, W), weight (O, C, kh, kw), bias (O) or undefined -> (B, O, OH, OW); im2col + GEMM.
 Variable conv2d(const Variable& x, const Variable& weight, const Variable& bias, const Conv2dOptions& options = {});
 Variable max_pool2d(const Variable& x, const Pool2dOptions& options);
 Variable avg_pool2d(const Variable& x, const Pool2dOptions& options);
-// Concatenation and the device moves that DataParallel's gather needs.
+// Concatenation along `dim` (DataParallel's gather; its device moves are Variable::to).
 Variable cat(const std::vector<Variable>& xs, int64_t dim = 0);
 
 // ---- softmax, losses ----
 Variable softmax(const Variable& x, int64_t dim);
 Variable log_softmax(const Variable& x, int64_t dim);
 enum class Reduction { mean, sum };
-// Fused, numerically stable: mean over the batch of -log_softmax(logits)[i, target_i].
-// logits (N, K); targets int64 (N) with values in [0, K).
+// Fused, numerically stable: mean (or sum) over the batch of -log_softmax(logits)[i, target_i].
+// logits (B, K); targets int64 (B) with values in [0, K).
 Variable cross_entropy(const Variable& logits, const Tensor& targets, Reduction reduction = Reduction::mean);
 Variable mse_loss(const Variable& prediction, const Variable& target, Reduction reduction = Reduction::mean);
 
 // ---- regularisation and normalisation ----
 // Zeroes each element with probability p and scales the rest by 1/(1-p) when training.
 Variable dropout(const Variable& x, double p, bool training, Generator& gen);
-// Batch norm over dim 1 of (N, C) or (N, C, H, W). Training: normalise with the batch
+// Batch norm over dim 1 of (B, C) or (B, C, H, W). Training: normalise with the batch
 // statistics and update the running ones (biased variance to normalise, unbiased to
 // track, as PyTorch); eval: use the running statistics.
 struct BatchNormOptions {

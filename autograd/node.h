@@ -42,7 +42,8 @@ class Node {
 };
 
 // The sink of a leaf: adds the incoming gradient to the leaf's grad and fires its
-// grad-ready hooks (the engine runs it once per backward, when all inputs have arrived).
+// grad-ready hooks. The engine applies it at most once per backward, when every edge into
+// it has been followed, and not at all when none of them brought a gradient.
 class AccumulateGrad final : public Node {
  public:
   explicit AccumulateGrad(std::shared_ptr<VariableImpl> leaf);

@@ -71,12 +71,16 @@ void Variable::remove_grad_ready_hook(int id) {
 
 // ---- differentiable views: the backward of a view maps the gradient back to the input shape ----
 
-Variable Variable::view(const Shape& shape) const { return reshape(shape); }
+// `out` holds x's elements in a new shape; the gradient takes x's shape back.
+static Variable reshaped(const char* name, const Variable& x, Tensor out) {
+  return make_result(name, std::move(out), {x},
+                     [old = x.shape()](const Tensor& g, const NeedsGrad&) { return Gradients{g.reshape(old)}; });
+}
+
+Variable Variable::view(const Shape& new_shape) const { return reshaped("view", *this, data().view(new_shape)); }
 
 Variable Variable::reshape(const Shape& new_shape) const {
-  Shape old = shape();
-  return make_result("reshape", data().reshape(new_shape), {*this},
-                     [old](const Tensor& g, const NeedsGrad&) { return Gradients{g.reshape(old)}; });
+  return reshaped("reshape", *this, data().reshape(new_shape));
 }
 
 Variable Variable::flatten(int64_t start_dim, int64_t end_dim) const {

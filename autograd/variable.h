@@ -40,9 +40,11 @@ class Variable {
   // The same data, cut off from the graph.
   Variable detach() const;
 
-  // Called exactly once per backward, when this leaf's gradient is final (after it has
-  // been added to grad()), in the order gradients become ready. DistributedDataParallel
-  // launches its bucket all-reduces from these. Returns an id for remove_grad_ready_hook.
+  // Called exactly once per backward that brings this leaf a gradient, when the gradient
+  // is final (after it has been added to grad()), in the order gradients become ready; not
+  // called when no gradient reaches the leaf (e.g. it is used only behind a stop-gradient).
+  // DistributedDataParallel launches its bucket all-reduces from these. Returns an id for
+  // remove_grad_ready_hook.
   int add_grad_ready_hook(std::function<void(const Variable&)> hook);
   void remove_grad_ready_hook(int id);
 
@@ -56,6 +58,8 @@ class Variable {
   double item() const { return data().item(); }
 
   // ---- differentiable views and moves (see autograd/functions.h for the rest) ----
+  // As Tensor's: view never copies (it throws when the strides do not allow one, e.g.
+  // after a transpose); reshape is a view when it can be, else a copy.
   Variable view(const Shape& shape) const;
   Variable reshape(const Shape& shape) const;
   Variable flatten(int64_t start_dim = 0, int64_t end_dim = -1) const;

@@ -85,7 +85,7 @@ BatchNorm2d::BatchNorm2d(const BatchNorm2dOptions& options) : options_(options) 
 }
 
 Variable BatchNorm2d::forward(const Variable& x) {
-  RG_CHECK(x.dim() == 4 && x.size(1) == options_.num_features, "BatchNorm2d: expects (N, ", options_.num_features,
+  RG_CHECK(x.dim() == 4 && x.size(1) == options_.num_features, "BatchNorm2d: expects (B, ", options_.num_features,
            ", H, W), got shape ", shape_str(x.shape()));
   return batch_norm(x, weight, bias, running_mean(), running_var(),
                     {.training = is_training(), .momentum = options_.momentum, .eps = options_.eps});

@@ -1,6 +1,8 @@
 // The standard layers: Linear, Conv2d, pooling, activations, Flatten, Dropout,
 // BatchNorm2d and Sequential. Each is a Cloneable module built from an options struct
 // (what clone() rebuilds it from); Linear and Conv2d also take the common arguments directly.
+// Shape letters as in autograd/functions.h (B batch, C channels, O output channels, in/out
+// features, ...); k is Conv2d's kernel_size.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -12,7 +14,7 @@
 
 namespace rg::nn {
 
-// ---- Linear: y = x W^T + b, x (N, in) ----
+// ---- Linear: y = x W^T + b, x (B, in) -> (B, out) ----
 struct LinearOptions {
   int64_t in_features = 0;
   int64_t out_features = 0;
@@ -35,7 +37,7 @@ class Linear : public Cloneable<Linear> {
   LinearOptions options_;
 };
 
-// ---- Conv2d: x (N, C, H, W) -> (N, O, OH, OW), OH = (H + 2 padding - k) / stride + 1 ----
+// ---- Conv2d: x (B, C, H, W) -> (B, O, OH, OW), OH = (H + 2 padding - k) / stride + 1 ----
 struct Conv2dOptions {
   int64_t in_channels = 0;
   int64_t out_channels = 0;
@@ -124,7 +126,7 @@ class Dropout : public Cloneable<Dropout> {
   DropoutOptions options_;
 };
 
-// ---- BatchNorm2d over the channels of (N, C, H, W); running stats are buffers ----
+// ---- BatchNorm2d over the channels of (B, C, H, W); running stats are buffers ----
 struct BatchNorm2dOptions {
   int64_t num_features = 0;
   double eps = 1e-5;

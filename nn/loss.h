@@ -5,8 +5,8 @@
 
 namespace rg::nn {
 
-// Mean (or sum) over the batch of -log_softmax(logits)[i, target_i]; logits (N, K),
-// targets int64 (N) in [0, K). Mismatched shapes and out-of-range classes throw rg::Error.
+// Mean (or sum) over the batch of -log_softmax(logits)[i, target_i]; logits (B, K),
+// targets int64 (B) in [0, K). Mismatched shapes and out-of-range classes throw rg::Error.
 struct CrossEntropyLoss {
   Reduction reduction = Reduction::mean;
   Variable operator()(const Variable& logits, const Tensor& targets) const {

@@ -1,198 +1,20 @@
-// SVG rendering: a tiny element writer, axes with nice ticks, legends, and the three
-// chart kinds. Pixel sizes are fixed guesses for 12px sans-serif text; the viewBox lets
-// viewers scale the result.
+// Line and bar charts, the tick rules and XML escaping of svg.h; the drawing kit they
+// share with the timeline is in svg_canvas.h.
 #include "report/svg.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
-#include <map>
-#include <sstream>
 
+#include "report/svg_canvas.h"
 #include "tensor/error.h"
 
 namespace rg::report {
+
+using namespace detail;
+
 namespace {
-
-// Tableau 10: distinct, readable on white, and kind to common colour-vision deficiencies.
-constexpr const char* kPalette[] = {"#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f",
-                                    "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac"};
-constexpr double kCharWidth = 7.0;  // average advance of 12px sans-serif
-constexpr double kTitleHeight = 34, kAxisRoom = 48, kTopPad = 14, kRightPad = 14;
-constexpr double kRowHeight = 18, kLanePad = 6;
-
-const char* colour(std::size_t index) { return kPalette[index % std::size(kPalette)]; }
-
-bool usable(double value, Scale scale) { return std::isfinite(value) && (scale == Scale::Linear || value > 0); }
-
-// Coordinates are finite by construction; the clamp is a last guard so that no
-// extreme input can ever print "nan" or "inf" into the file.
-std::string num(double value) {
-  if (!std::isfinite(value)) value = 0;
-  value = std::clamp(value, -1e7, 1e7);
-  char text[32];
-  std::snprintf(text, sizeof text, "%.2f", value);
-  std::string s = text;
-  s.erase(s.find_last_not_of('0') + 1);
-  if (s.back() == '.') s.pop_back();
-  return s == "-0" ? "0" : s;
-}
-
-double text_width(std::string_view text, double char_width = kCharWidth) {
-  return static_cast<double>(std::count_if(text.begin(), text.end(), [](char c) { return (c & 0xC0) != 0x80; })) *
-         char_width;
-}
-
-class Svg {
- public:
-  Svg(double width, double height) : width_(width), height_(height) {}
-
-  void rect(double x, double y, double w, double h, std::string_view fill, std::string_view extra = "") {
-    body_ << "<rect x=\"" << num(x) << "\" y=\"" << num(y) << "\" width=\"" << num(std::max(w, 0.0))
-          << "\" height=\"" << num(std::max(h, 0.0)) << "\" fill=\"" << fill << "\"" << extra;
-  }
-  void end_rect(std::string_view tooltip) {
-    if (tooltip.empty()) {
-      body_ << "/>\n";
-    } else {
-      body_ << "><title>" << xml_escape(tooltip) << "</title></rect>\n";
-    }
-  }
-  void line(double x1, double y1, double x2, double y2, std::string_view stroke, double width = 1) {
-    body_ << "<line x1=\"" << num(x1) << "\" y1=\"" << num(y1) << "\" x2=\"" << num(x2) << "\" y2=\"" << num(y2)
-          << "\" stroke=\"" << stroke << "\" stroke-width=\"" << num(width) << "\"/>\n";
-  }
-  void text(double x, double y, std::string_view content, std::string_view anchor = "start",
-            std::string_view extra = "") {
-    body_ << "<text x=\"" << num(x) << "\" y=\"" << num(y) << "\" text-anchor=\"" << anchor << "\"" << extra << ">"
-          << xml_escape(content) << "</text>\n";
-  }
-  void polyline(const std::vector<Point>& pixels, std::string_view stroke) {
-    body_ << "<polyline fill=\"none\" stroke=\"" << stroke
-          << "\" stroke-width=\"2\" stroke-linejoin=\"round\" points=\"";
-    for (const Point& p : pixels) body_ << num(p.x) << ',' << num(p.y) << ' ';
-    body_ << "\"/>\n";
-  }
-  void circle(double x, double y, double r, std::string_view fill) {
-    body_ << "<circle cx=\"" << num(x) << "\" cy=\"" << num(y) << "\" r=\"" << num(r) << "\" fill=\"" << fill
-          << "\"/>\n";
-  }
-
-  std::string finish() const {
-    std::ostringstream out;
-    out << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
-        << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << num(width_) << "\" height=\"" << num(height_)
-        << "\" viewBox=\"0 0 " << num(width_) << ' ' << num(height_)
-        << "\" font-family=\"DejaVu Sans, Helvetica, Arial, sans-serif\" font-size=\"12\">\n"
-        << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
-        << body_.str() << "</svg>\n";
-    return out.str();
-  }
-
- private:
-  double width_, height_;
-  std::ostringstream body_;
-};
-
-// A value range with its ticks; at() maps a value to [0, 1] along the axis.
-struct Axis {
-  Scale scale = Scale::Linear;
-  std::vector<double> ticks;
-
-  double at(double value) const {
-    const auto f = [this](double v) { return scale == Scale::Log ? std::log10(v) : v; };
-    const double lo = f(ticks.front()), hi = f(ticks.back());
-    return hi > lo ? (f(value) - lo) / (hi - lo) : 0.5;
-  }
-  std::string label(std::size_t i) const {
-    const double step = scale == Scale::Log ? ticks[i] : ticks[1] - ticks[0];
-    return format_tick(ticks[i], step);
-  }
-};
-
-Axis make_axis(double lo, double hi, Scale scale) {
-  return {scale, scale == Scale::Log ? log_ticks(lo, hi) : nice_ticks(lo, hi)};
-}
-
-// The plot area in pixels.
-struct Frame {
-  double left, top, right, bottom;
-  double x(double fraction) const { return left + fraction * (right - left); }
-  double y(double fraction) const { return bottom - fraction * (bottom - top); }
-};
-
-double widest_label(const Axis& axis) {
-  double widest = 0;
-  for (std::size_t i = 0; i < axis.ticks.size(); ++i) widest = std::max(widest, text_width(axis.label(i)));
-  return widest;
-}
-
-// Left margin: tick labels plus room for the rotated axis title.
-double left_margin(const Axis* y_axis, const std::string& y_label) {
-  return 12 + (y_axis ? widest_label(*y_axis) + 8 : 0) + (y_label.empty() ? 0 : 20);
-}
-
-double legend_width(const std::vector<std::string>& names) {
-  double widest = 0;
-  for (const auto& name : names) widest = std::max(widest, text_width(name));
-  return names.empty() ? 0 : 34 + widest + kRightPad;
-}
-
-void draw_title(Svg& svg, const ChartOptions& options, double width) {
-  if (!options.title.empty())
-    svg.text(width / 2, 22, options.title, "middle", " font-size=\"15\" font-weight=\"bold\"");
-}
-
-void draw_y_axis(Svg& svg, const Frame& frame, const Axis& axis, const std::string& label) {
-  for (std::size_t i = 0; i < axis.ticks.size(); ++i) {
-    const double y = frame.y(axis.at(axis.ticks[i]));
-    svg.line(frame.left, y, frame.right, y, "#e4e4e4");
-    svg.line(frame.left - 4, y, frame.left, y, "#444");
-    svg.text(frame.left - 7, y + 4, axis.label(i), "end");
-  }
-  if (!label.empty()) {
-    const double x = 16, y = (frame.top + frame.bottom) / 2;
-    svg.text(x, y, label, "middle", " transform=\"rotate(-90 " + num(x) + ' ' + num(y) + ")\"");
-  }
-}
-
-void draw_x_axis(Svg& svg, const Frame& frame, const Axis& axis, const std::string& label) {
-  for (std::size_t i = 0; i < axis.ticks.size(); ++i) {
-    const double x = frame.x(axis.at(axis.ticks[i]));
-    svg.line(x, frame.top, x, frame.bottom, "#e4e4e4");
-    svg.line(x, frame.bottom, x, frame.bottom + 4, "#444");
-    svg.text(x, frame.bottom + 17, axis.label(i), "middle");
-  }
-  if (!label.empty()) svg.text((frame.left + frame.right) / 2, frame.bottom + 38, label, "middle");
-}
-
-void draw_frame(Svg& svg, const Frame& frame) {
-  svg.line(frame.left, frame.bottom, frame.right, frame.bottom, "#444");
-  svg.line(frame.left, frame.top, frame.left, frame.bottom, "#444");
-}
-
-void draw_no_data(Svg& svg, const Frame& frame) {
-  svg.rect(frame.left, frame.top, frame.right - frame.left, frame.bottom - frame.top, "none",
-           " stroke=\"#ccc\"");
-  svg.end_rect("");
-  svg.text((frame.left + frame.right) / 2, (frame.top + frame.bottom) / 2, "no data", "middle",
-           " fill=\"#888\" font-style=\"italic\"");
-}
-
-// Colour swatches and names in a column, top-aligned with the plot.
-void draw_legend(Svg& svg, double x, double top, const std::vector<std::string>& names, bool as_lines) {
-  for (std::size_t i = 0; i < names.size(); ++i) {
-    const double y = top + 8 + 20 * static_cast<double>(i);
-    if (as_lines) {
-      svg.line(x, y, x + 22, y, colour(i), 3);
-    } else {
-      svg.rect(x + 4, y - 6, 14, 12, colour(i));
-      svg.end_rect("");
-    }
-    svg.text(x + 30, y + 4, names[i]);
-  }
-}
 
 std::vector<std::string> names_of(const auto& series) {
   std::vector<std::string> names;
@@ -220,74 +42,6 @@ std::string trim_number(std::string s) {
     if (s.back() == '.') s.pop_back();
   }
   return s == "-0" ? "0" : s;
-}
-
-// ---- Timeline layout ----
-
-bool drawable(const TimelineEvent& e) {
-  return std::isfinite(e.start_ms) && std::isfinite(e.duration_ms) && e.duration_ms >= 0;
-}
-
-// One lane after layout: its events, each on a sub-row so that overlapping ones stack.
-struct Lane {
-  std::string name;
-  std::vector<std::pair<const TimelineEvent*, int>> events;  // (event, row)
-  int rows = 1;
-  double top = 0;
-  double height() const { return rows * kRowHeight + kLanePad; }
-};
-
-// Greedy interval packing: each event, by start time, takes the first row free by then.
-void pack_rows(Lane& lane, std::vector<const TimelineEvent*> events) {
-  std::stable_sort(events.begin(), events.end(), [](auto* a, auto* b) { return a->start_ms < b->start_ms; });
-  std::vector<double> row_end;
-  for (const TimelineEvent* e : events) {
-    auto free = std::find_if(row_end.begin(), row_end.end(), [&](double end) { return end <= e->start_ms; });
-    if (free == row_end.end()) free = row_end.insert(row_end.end(), 0.0);
-    *free = e->start_ms + e->duration_ms;
-    lane.events.emplace_back(e, static_cast<int>(free - row_end.begin()));
-  }
-  lane.rows = std::max(1, static_cast<int>(row_end.size()));
-}
-
-std::map<int, Lane> layout_lanes(const std::vector<TimelineEvent>& events,
-                                 const std::vector<std::pair<int, std::string>>& names) {
-  std::map<int, std::vector<const TimelineEvent*>> by_lane;
-  for (const auto& [number, name] : names) by_lane[number];
-  for (const auto& e : events)
-    if (drawable(e)) by_lane[e.lane].push_back(&e);
-  std::map<int, Lane> lanes;
-  for (auto& [number, lane_events] : by_lane) {
-    Lane& lane = lanes[number];
-    lane.name = "rank " + std::to_string(number);
-    pack_rows(lane, std::move(lane_events));
-  }
-  for (const auto& [number, name] : names) lanes[number].name = name;  // later names win
-  return lanes;
-}
-
-// Alternate lanes get a grey band, so events line up with their label.
-void draw_lane_background(Svg& svg, const Frame& frame, const Lane& lane, bool shaded) {
-  if (shaded) {
-    svg.rect(frame.left, lane.top, frame.right - frame.left, lane.height(), "#f4f4f4");
-    svg.end_rect("");
-  }
-  svg.text(frame.left - 8, lane.top + lane.height() / 2 + 4, lane.name, "end");
-}
-
-void draw_lane_events(Svg& svg, const Frame& frame, const Axis& axis, const Lane& lane,
-                      const std::vector<std::string>& categories) {
-  for (const auto& [e, row] : lane.events) {
-    const double x0 = frame.x(axis.at(e->start_ms)), x1 = frame.x(axis.at(e->start_ms + e->duration_ms));
-    const double y = lane.top + kLanePad / 2 + row * kRowHeight;
-    const auto category = std::find(categories.begin(), categories.end(), e->category) - categories.begin();
-    // Sub-pixel events stay visible as hairlines.
-    svg.rect(x0, y + 1, std::max(x1 - x0, 0.75), kRowHeight - 2, colour(static_cast<std::size_t>(category)));
-    std::ostringstream tip;
-    tip << e->name << " [" << e->category << "] start " << e->start_ms << " ms, " << e->duration_ms << " ms";
-    svg.end_rect(tip.str());
-    if (x1 - x0 > text_width(e->name, 6) + 6) svg.text(x0 + 3, y + 13, e->name, "start", " font-size=\"10\"");
-  }
 }
 
 }  // namespace
@@ -507,66 +261,6 @@ std::string BarChart::str() const {
   }
   if (!options_.x_label.empty())
     svg.text((frame.left + frame.right) / 2, frame.bottom + 38, options_.x_label, "middle");
-  draw_frame(svg, frame);
-  return svg.finish();
-}
-
-// ---- Timeline ----
-
-Timeline::Timeline(ChartOptions options) : options_(std::move(options)) {
-  if (options_.x_label.empty()) options_.x_label = "time (ms)";
-}
-
-Timeline& Timeline::add_event(TimelineEvent event) {
-  events_.push_back(std::move(event));
-  return *this;
-}
-
-Timeline& Timeline::set_lane_name(int lane, std::string name) {
-  lane_names_.emplace_back(lane, std::move(name));
-  return *this;
-}
-
-std::string Timeline::str() const {
-  std::vector<std::string> categories;
-  double lo = INFINITY, hi = -INFINITY;
-  for (const auto& e : events_) {
-    if (!drawable(e)) continue;
-    if (std::find(categories.begin(), categories.end(), e.category) == categories.end())
-      categories.push_back(e.category);
-    lo = std::min(lo, e.start_ms);
-    hi = std::max(hi, e.start_ms + e.duration_ms);
-  }
-  auto lanes = layout_lanes(events_, lane_names_);
-  double lanes_height = 0, label_width = 0;
-  for (const auto& [number, lane] : lanes) {
-    lanes_height += lane.height();
-    label_width = std::max(label_width, text_width(lane.name));
-  }
-  lanes_height = std::max(lanes_height, 60.0);  // room for the "no data" note
-
-  const double width = options_.width;
-  const double top = options_.title.empty() ? kTopPad : kTitleHeight;
-  const double right = width - std::max(legend_width(categories), kRightPad);
-  const Frame frame{16 + label_width, top, right, top + lanes_height};
-  Svg svg(width, frame.bottom + kAxisRoom);
-  draw_title(svg, options_, width);
-  draw_legend(svg, right + 12, top, categories, false);
-  if (categories.empty()) {
-    draw_no_data(svg, frame);
-    return svg.finish();
-  }
-  // Lane backgrounds first, then the grid over them, then the events over the grid.
-  double lane_top = frame.top;
-  std::size_t index = 0;
-  for (auto& [number, lane] : lanes) {
-    lane.top = lane_top;
-    lane_top += lane.height();
-    draw_lane_background(svg, frame, lane, index++ % 2 == 0);
-  }
-  const Axis axis = make_axis(lo, hi, Scale::Linear);
-  draw_x_axis(svg, frame, axis, options_.x_label);
-  for (const auto& [number, lane] : lanes) draw_lane_events(svg, frame, axis, lane, categories);
   draw_frame(svg, frame);
   return svg.finish();
 }

@@ -1,7 +1,7 @@
-// Small SVG charts written from scratch, for training curves, bandwidth plots, per-rank
-// bars and trace timelines. Output is standalone, well-formed XML with a viewBox; points
-// that are NaN/Inf (or <= 0 on a log axis) are skipped, so no chart ever contains them,
-// and a chart without data still renders, with a "no data" note.
+// Small SVG charts written from scratch, for training curves, bandwidth plots and per-rank
+// bars (trace timelines: timeline_svg.h). Output is standalone, well-formed XML with a
+// viewBox; points that are NaN/Inf (or <= 0 on a log axis) are skipped, so no chart ever
+// contains them, and a chart without data still renders, with a "no data" note.
 #pragma once
 #include <filesystem>
 #include <string>
@@ -65,29 +65,6 @@ class BarChart : public SvgChart {
   ChartOptions options_;
   std::vector<std::string> categories_;
   std::vector<Series> series_;
-};
-
-struct TimelineEvent {
-  std::string name = {};      // shown inside the box when it fits, and as a tooltip
-  std::string category = {};  // picks the colour; one legend entry per category
-  int lane = 0;          // usually the rank
-  double start_ms = 0, duration_ms = 0;
-};
-
-// Gantt lanes, one per lane number seen (labelled "rank N" unless named). Overlapping
-// events in a lane stack into sub-rows, so communication running under backward shows.
-class Timeline : public SvgChart {
- public:
-  // Only title, x_label (default "time (ms)") and width are used; height follows the lanes.
-  explicit Timeline(ChartOptions options = {});
-  Timeline& add_event(TimelineEvent event);
-  Timeline& set_lane_name(int lane, std::string name);
-  std::string str() const override;
-
- private:
-  ChartOptions options_;
-  std::vector<TimelineEvent> events_;
-  std::vector<std::pair<int, std::string>> lane_names_;
 };
 
 // Ticks with 1-2-5 x 10^k spacing and at most about `target` of them; the first is

@@ -14,7 +14,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "report/svg.h"
+#include "report/timeline_svg.h"
 #include "report/value.h"
 
 namespace rg::report {

@@ -1,10 +1,11 @@
 // The device backend: the small set of primitives every device implements (the needle
-// idea). Everything else — broadcasting, cat, one_hot, pooling backward, ... — is
-// composed from these in tensor/ops.cpp, once for all devices.
+// idea). Everything else — broadcasting, cat, one_hot, max-pool backward, ... — is
+// composed from these in tensor/ops*.cpp, once for all devices. Shape letters as in
+// tensor/ops.h.
 //
 // Contracts shared by all primitives:
-//  - every tensor argument lives on this backend's device type; ops.cpp has already
-//    checked devices, dtypes and shapes, so primitives only compute;
+//  - every tensor argument lives on this backend's device type; the ops (tensor/ops*.cpp)
+//    have already checked devices, dtypes and shapes, so primitives only compute;
 //  - inputs may have any strides (transposed, sliced, stride-0 broadcast views);
 //  - outputs are written through their strides and never alias an input unless the
 //    primitive says so (elementwise ops allow dst == input, element for element).
@@ -18,15 +19,17 @@
 namespace rg {
 
 enum class UnaryOp { neg, exp, log, sqrt, tanh, sigmoid, relu, abs, sign, square, reciprocal };
-// add/sub compute a + alpha*b; relu_grad is a where b > 0, else 0 (ReLU's backward, b its
-// output); comparisons write uint8 0/1.
-enum class BinaryOp { add, sub, mul, div, pow, maximum, minimum, relu_grad, eq, ne, lt, le, gt, ge };
-enum class ReduceOp { sum, mean, max, min, argmax, argmin };
+// add/sub compute a + alpha*b; where_positive is a where b > 0, else 0 (one pass, and an
+// infinite a where b <= 0 still gives 0, not a * 0 = NaN); comparisons write uint8 0/1.
+enum class BinaryOp { add, sub, mul, div, pow, maximum, minimum, where_positive, eq, ne, lt, le, gt, ge };
+// Reductions along the dims of one tensor (not parallel::ReduceOp, which combines one
+// tensor across ranks).
+enum class DimReduction { sum, mean, max, min, argmax, argmin };
 enum class RandomKind { uniform, normal, randint };
 
 const char* op_name(UnaryOp op);
 const char* op_name(BinaryOp op);
-const char* op_name(ReduceOp op);
+const char* op_name(DimReduction op);
 inline bool is_comparison(BinaryOp op) { return op >= BinaryOp::eq; }
 
 struct Conv2dGeometry {  // shared by im2col/col2im and pooling
@@ -72,7 +75,7 @@ class Backend {
   // ---- reductions ----
   // dst has src's rank with size 1 in every reduced dim (keepdim form). For argmax and
   // argmin exactly one dim is reduced and dst is int64.
-  virtual void reduce(ReduceOp op, const Tensor& src, const Tensor& dst) = 0;
+  virtual void reduce(DimReduction op, const Tensor& src, const Tensor& dst) = 0;
   // Softmax or log-softmax of src along `dim`, written to dst (same shape).
   virtual void softmax(const Tensor& src, const Tensor& dst, int64_t dim, bool log) = 0;
 
@@ -81,11 +84,11 @@ class Backend {
   // a and b may have batch stride 0 (broadcast) and transposed last two dims.
   virtual void matmul(const Tensor& a, const Tensor& b, const Tensor& out) = 0;
 
-  // ---- convolution and pooling helpers; x (N, C, H, W) contiguous ----
-  // cols (N, C*kh*kw, OH*OW), row index c*kh*kw + i*kw + j, as PyTorch's unfold.
+  // ---- convolution and pooling helpers; x (B, C, H, W) contiguous ----
+  // cols (B, C*kh*kw, OH*OW), row index c*kh*kw + i*kw + j, as PyTorch's unfold.
   virtual void im2col(const Tensor& x, const Tensor& cols, const Conv2dGeometry& g) = 0;
   virtual void col2im(const Tensor& cols, const Tensor& x, const Conv2dGeometry& g) = 0;  // x = sum of patches
-  // y = conv(x, w) + bias: w (O, C, kh, kw), bias (O) or undefined, y (N, O, OH, OW); all
+  // y = conv(x, w) + bias: w (O, C, kh, kw), bias (O) or undefined, y (B, O, OH, OW); all
   // contiguous. The default is im2col + matmul on the whole batch; a backend overrides it
   // with a version that needs less memory traffic.
   virtual void conv2d(const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& y, const Conv2dGeometry& g);
@@ -93,7 +96,7 @@ class Backend {
   // and grad_bias (O) that is defined is overwritten. Same default and contiguity as conv2d.
   virtual void conv2d_backward(const Tensor& x, const Tensor& w, const Tensor& grad_y, const Tensor& grad_x,
                                const Tensor& grad_w, const Tensor& grad_bias, const Conv2dGeometry& g);
-  // out (N, C, OH, OW); indices int64, the argmax's flat position h*W + w in its input plane.
+  // out (B, C, OH, OW); indices int64, the argmax's flat position h*W + w in its input plane.
   virtual void max_pool2d(const Tensor& x, const Tensor& out, const Tensor& indices, const Conv2dGeometry& g) = 0;
   // Average over the window, padding counted (PyTorch's count_include_pad=true).
   virtual void avg_pool2d(const Tensor& x, const Tensor& out, const Conv2dGeometry& g) = 0;

@@ -5,8 +5,9 @@
 
 namespace rg::detail {
 
-// __FILE__ is an absolute path; keep it from the repository layer folder on, so
-// messages read "tensor/ops.cpp:212" wherever the tree was built.
+// __FILE__ is the path the compiler was given: absolute, or relative to the build folder
+// (e.g. "../tensor/ops.cpp" when ccache's base_dir rewrites it). Keep it from the layer
+// folder on, so messages read "tensor/ops.cpp:212" wherever the tree was built.
 static const char* short_path(const char* file) {
   for (const char* layer : {"/tensor/", "/autograd/", "/nn/", "/data/", "/parallel/", "/report/", "/tools/"}) {
     if (const char* hit = std::strstr(file, layer)) return hit + 1;

@@ -1,7 +1,15 @@
 // Tensor operations: the public, device-independent API. Each op checks its arguments
 // (devices, dtypes, shapes, dims, index ranges), broadcasts, allocates the result and
-// calls one Backend primitive; composite ops (cat, one_hot, pooling backward, ...) are
-// written here once from primitives.
+// calls one Backend primitive; composite ops (cat, one_hot, max-pool backward, ...) are
+// written once from primitives, in ops.cpp, ops_conv_pool.cpp and ops_index.cpp.
+//
+// Shape letters in the comments of tensor/ (autograd/functions.h adds its own):
+//   B        batch: the samples, or the matrices of a batched matmul
+//   C, H, W  channels, height and width of images: x (B, C, H, W)
+//   O        output channels: a convolution's weight is (O, C, kh, kw)
+//   kh, kw   kernel height and width
+//   OH, OW   output height and width of a window sweep; L = OH*OW output positions
+//   M, K, N  a matmul's (M, K) @ (K, N)
 #pragma once
 #include <optional>
 #include <utility>
@@ -40,7 +48,7 @@ Tensor pow(const Tensor& a, const Tensor& b);
 Tensor pow(const Tensor& a, double exponent);
 Tensor maximum(const Tensor& a, const Tensor& b);
 Tensor minimum(const Tensor& a, const Tensor& b);
-Tensor relu_grad(const Tensor& grad, const Tensor& y);  // grad where y > 0, else 0 (y: ReLU's output)
+Tensor where_positive(const Tensor& a, const Tensor& b);  // a where b > 0, else 0 (ReLU's backward)
 // Comparisons give uint8 tensors of 0/1.
 Tensor eq(const Tensor& a, const Tensor& b);
 Tensor ne(const Tensor& a, const Tensor& b);
@@ -98,15 +106,15 @@ Tensor matmul(const Tensor& a, const Tensor& b);
 Tensor softmax(const Tensor& x, int64_t dim);
 Tensor log_softmax(const Tensor& x, int64_t dim);
 
-// ---- convolution and pooling kernels (x: (N, C, H, W)) ----
+// ---- convolution and pooling (ops_conv_pool.cpp); x: (B, C, H, W) ----
 struct Pool2dOptions {
   int64_t kernel_h, kernel_w;
   int64_t stride_h = 0, stride_w = 0;  // 0: same as the kernel
   int64_t pad_h = 0, pad_w = 0;
 };
-Tensor im2col(const Tensor& x, const Conv2dGeometry& g);  // (N, C*kh*kw, OH*OW)
+Tensor im2col(const Tensor& x, const Conv2dGeometry& g);  // (B, C*kh*kw, OH*OW)
 Tensor col2im(const Tensor& cols, const Shape& x_shape, const Conv2dGeometry& g);
-// y = conv(x, w) + bias: w (O, C, kh, kw), bias (O) or undefined; y (N, O, OH, OW).
+// y = conv(x, w) + bias: w (O, C, kh, kw), bias (O) or undefined; y (B, O, OH, OW).
 Tensor conv2d(const Tensor& x, const Tensor& w, const Tensor& bias, const Conv2dGeometry& g);
 struct Conv2dGrads {
   Tensor x, weight, bias;  // each undefined unless asked for
@@ -119,7 +127,7 @@ Tensor max_pool2d_backward(const Tensor& grad_out, const Tensor& indices, const 
 Tensor avg_pool2d(const Tensor& x, const Pool2dOptions& options);
 Tensor avg_pool2d_backward(const Tensor& grad_out, const Shape& x_shape, const Pool2dOptions& options);
 
-// ---- joining, splitting, indexing ----
+// ---- joining, splitting, indexing (ops_index.cpp) ----
 Tensor cat(const std::vector<Tensor>& tensors, int64_t dim = 0);
 Tensor stack(const std::vector<Tensor>& tensors, int64_t dim = 0);
 std::vector<Tensor> split(const Tensor& x, int64_t split_size, int64_t dim = 0);  // views; last may be smaller

@@ -1,6 +1,7 @@
 // Tensor: an n-d view (shape, strides, offset, dtype) onto a shared Storage on a device.
-// Views (reshape, permute, narrow, expand, ...) change metadata only and share storage;
-// contiguous(), clone() and to() copy. Tensors know nothing of gradients (see autograd/).
+// Views (view, permute, narrow, expand, ...) change metadata only and share storage;
+// contiguous(), clone() and to() copy, and reshape() copies when no view fits the strides.
+// Tensors know nothing of gradients (see autograd/).
 #pragma once
 #include <iosfwd>
 #include <memory>
@@ -50,7 +51,7 @@ class Tensor {
   T* data() const;
   void* raw_data() const;
 
-  // ---- views: no copy ----
+  // ---- views: no copy (reshape copies only when no view fits the strides) ----
   Tensor view(const Shape& shape) const;     // needs compatible strides; one dim may be -1
   Tensor reshape(const Shape& shape) const;  // a view when possible, else a copy
   Tensor permute(const std::vector<int64_t>& dims) const;

@@ -1,10 +1,13 @@
-// ringgrad-demo: the README's main job until the training program exists. It shows the
-// tensor library at work: broadcasting, views, matmul, reductions, and a linear model
-// fitted by gradient descent with the gradient written out by hand (autograd comes later).
+// ringgrad-demo: a tour of the tensor library on its own (it links only ringgrad::tensor):
+// broadcasting, views, matmul, reductions, and a linear model fitted by gradient descent
+// with its gradient derived by hand. autograd/ derives such gradients for every op; the
+// training program and chapters/01_single_device train that way.
 #include <cstdio>
 #include <iostream>
 
-#include "ringgrad.h"
+#include "tensor/cuda.h"
+#include "tensor/ops.h"
+#include "tensor/thread_pool.h"
 
 using namespace rg;
 

@@ -35,8 +35,8 @@ Variable div(const Variable& a, const Variable& b) {
   });
 }
 
-// maximum/minimum send the gradient to the selected input (to `a` on ties, as PyTorch
-// splits it evenly; we keep the simpler rule and test away from ties).
+// maximum/minimum send the gradient to the selected input, all of it to `a` on ties
+// (PyTorch splits it evenly there; we keep the simpler rule and test away from ties).
 static Variable select_binary(const char* name, const Variable& a, const Variable& b, bool take_max) {
   Tensor x = a.data(), y = b.data();
   Tensor pick_a = take_max ? ge(x, y) : le(x, y);
@@ -93,9 +93,9 @@ Variable sigmoid(const Variable& x) {
 Variable relu(const Variable& x) {
   Tensor y = rg::relu(x.data());
   return make_result("relu", y, {x}, [y](const Tensor& g, const NeedsGrad&) {
-    // g where y > 0, else 0, in one pass (a mask and a select took two, and g * mask would
-    // turn an infinite g into NaN).
-    return Gradients{relu_grad(g, y)};
+    // dx = g where y > 0, else 0: one pass, where g * (y > 0) would take two and turn an
+    // infinite g into NaN.
+    return Gradients{where_positive(g, y)};
   });
 }
 

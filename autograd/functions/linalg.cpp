@@ -55,11 +55,11 @@ Variable matmul(const Variable& a, const Variable& b) {
 Variable linear(const Variable& x, const Variable& weight, const Variable& bias) {
   Tensor in = x.data(), w = weight.data();
   RG_CHECK(in.dim() == 2 && w.dim() == 2 && in.size(1) == w.size(1), "linear: input ", shape_str(in.shape()),
-           " does not match weight ", shape_str(w.shape()), " (expected (N, ", w.size(1), "))");
-  Tensor out = rg::matmul(in, w.t());  // x: (N, in), W: (out, in) -> (N, out)
+           " does not match weight ", shape_str(w.shape()), " (expected (B, ", w.size(1), "))");
+  Tensor out = rg::matmul(in, w.t());  // x: (B, in), W: (out, in) -> (B, out)
   if (bias.defined()) out.add_(bias.data());
   return make_result("linear", out, {x, weight, bias}, [in, w](const Tensor& g, const NeedsGrad& needs) {
-    return Gradients{needs[0] ? rg::matmul(g, w) : Tensor(),      // dx = g W        (N, in)
+    return Gradients{needs[0] ? rg::matmul(g, w) : Tensor(),      // dx = g W        (B, in)
                      needs[1] ? rg::matmul(g.t(), in) : Tensor(),  // dW = g^T x      (out, in)
                      needs[2] ? rg::sum(g, {0}) : Tensor()};      // db = sum_n g    (out)
   });
@@ -68,7 +68,7 @@ Variable linear(const Variable& x, const Variable& weight, const Variable& bias)
 Variable conv2d(const Variable& x, const Variable& weight, const Variable& bias, const Conv2dOptions& options) {
   Tensor in = x.data(), w = weight.data();
   RG_CHECK(in.dim() == 4 && w.dim() == 4 && in.size(1) == w.size(1), "conv2d: input ", shape_str(in.shape()),
-           " (N, C, H, W) does not match weight ", shape_str(w.shape()), " (O, C, kh, kw)");
+           " (B, C, H, W) does not match weight ", shape_str(w.shape()), " (O, C, kh, kw)");
   Conv2dGeometry geo{w.size(2), w.size(3), options.stride, options.stride, options.padding, options.padding};
   // im2col + GEMM in the backend (tensor/cpu/conv2d.cpp says how the CPU does it); the
   // backward pass needs only x and W: dx = col2im(W^T g), dW = g cols(x)^T, db = sum g.

@@ -24,7 +24,7 @@ static double reduction_scale(Reduction reduction, int64_t count) {
 
 Variable cross_entropy(const Variable& logits, const Tensor& targets, Reduction reduction) {
   const Tensor& z = logits.data();
-  RG_CHECK(z.dim() == 2, "cross_entropy: logits must be (N, K), got shape ", shape_str(z.shape()));
+  RG_CHECK(z.dim() == 2, "cross_entropy: logits must be (B, K), got shape ", shape_str(z.shape()));
   RG_CHECK(targets.defined() && targets.dtype() == DType::int64, "cross_entropy: targets must be int64 class indices");
   RG_CHECK(targets.dim() == 1 && targets.size(0) == z.size(0), "cross_entropy: targets of shape ",
            shape_str(targets.shape()), " do not match logits ", shape_str(z.shape()), " (expected (", z.size(0), "))");
@@ -66,7 +66,7 @@ Variable dropout(const Variable& x, double p, bool training, Generator& gen) {
 Variable batch_norm(const Variable& x, const Variable& weight, const Variable& bias, const Tensor& running_mean,
                     const Tensor& running_var, const BatchNormOptions& options) {
   const Tensor& in = x.data();
-  RG_CHECK(in.dim() == 2 || in.dim() == 4, "batch_norm: expects (N, C) or (N, C, H, W), got ", shape_str(in.shape()));
+  RG_CHECK(in.dim() == 2 || in.dim() == 4, "batch_norm: expects (B, C) or (B, C, H, W), got ", shape_str(in.shape()));
   int64_t c = in.size(1);
   std::vector<int64_t> dims = in.dim() == 4 ? std::vector<int64_t>{0, 2, 3} : std::vector<int64_t>{0};
   Shape per_channel = in.dim() == 4 ? Shape{1, c, 1, 1} : Shape{1, c};

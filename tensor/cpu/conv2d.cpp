@@ -119,7 +119,7 @@ void unfold_plane(T* x, T* cols, const PlaneDims& d, const Conv2dGeometry& g, bo
   }
 }
 
-// x: (N, C, H, W), cols: (N, C*kh*kw, OH*OW); plane p = n*C + c owns rows p*kh*kw onwards.
+// x: (B, C, H, W), cols: (B, C*kh*kw, OH*OW); plane p = n*C + c owns rows p*kh*kw onwards.
 template <bool kIm2col>
 void unfold(const Tensor& x, const Tensor& cols, const Conv2dGeometry& g) {
   PlaneDims d = plane_dims(x, g);

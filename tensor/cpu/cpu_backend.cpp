@@ -51,7 +51,7 @@ class CpuBackend final : public Backend {
   void clamp(const Tensor& src, const Tensor& dst, double low, double high) override {
     cpu::clamp(src, dst, low, high);
   }
-  void reduce(ReduceOp op, const Tensor& src, const Tensor& dst) override { cpu::reduce(op, src, dst); }
+  void reduce(DimReduction op, const Tensor& src, const Tensor& dst) override { cpu::reduce(op, src, dst); }
   void softmax(const Tensor& src, const Tensor& dst, int64_t dim, bool log) override {
     cpu::softmax(src, dst, dim, log);
   }

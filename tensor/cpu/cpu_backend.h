@@ -21,7 +21,7 @@ void binary_scalar(BinaryOp op, const Tensor& a, double scalar, const Tensor& ds
 void where(const Tensor& cond, const Tensor& a, const Tensor& b, const Tensor& dst);
 void clamp(const Tensor& src, const Tensor& dst, double low, double high);
 // reduce.cpp
-void reduce(ReduceOp op, const Tensor& src, const Tensor& dst);
+void reduce(DimReduction op, const Tensor& src, const Tensor& dst);
 void softmax(const Tensor& src, const Tensor& dst, int64_t dim, bool log);
 // linalg.cpp
 void matmul(const Tensor& a, const Tensor& b, const Tensor& out);

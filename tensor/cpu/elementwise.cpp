@@ -29,7 +29,7 @@ void apply_unary(const Tensor& src, const Tensor& dst, F f) {
                   });
 }
 
-// An input of a binary op: typed memory and strides in elements.
+// An input of a binary op: its bytes and its strides in elements.
 struct Operand {
   char* data;
   const Shape* strides;
@@ -101,7 +101,7 @@ void binary_typed(BinaryOp op, const Operand& a, const Operand& b, const Tensor&
     case BinaryOp::pow: return run([](T x, T y) { return static_cast<T>(std::pow(x, y)); });
     case BinaryOp::maximum: return run([](T x, T y) { return nan_max(x, y); });
     case BinaryOp::minimum: return run([](T x, T y) { return nan_min(x, y); });
-    case BinaryOp::relu_grad: return run([](T g, T y) { return y > T{0} ? g : T{0}; });
+    case BinaryOp::where_positive: return run([](T x, T y) { return y > T{0} ? x : T{0}; });
     case BinaryOp::eq: return compare([](T x, T y) { return uint8_t(x == y); });
     case BinaryOp::ne: return compare([](T x, T y) { return uint8_t(x != y); });
     case BinaryOp::lt: return compare([](T x, T y) { return uint8_t(x < y); });
@@ -144,7 +144,7 @@ void where(const Tensor& cond, const Tensor& a, const Tensor& b, const Tensor& d
                       const uint8_t* c = reinterpret_cast<const uint8_t*>(p[1]);
                       const T* x = reinterpret_cast<const T*>(p[2]);
                       const T* y = reinterpret_cast<const T*>(p[3]);
-                      if (s[0] == 1 && s[1] == 1 && s[2] == 1 && s[3] == 0) {  // e.g. relu's backward
+                      if (s[0] == 1 && s[1] == 1 && s[2] == 1 && s[3] == 0) {  // e.g. where(mask, g, 0)
                         // x[i] is read whatever c[i] says, so the select compiles to a
                         // vector blend rather than a branch that random masks mispredict.
                         const T yv = *y;

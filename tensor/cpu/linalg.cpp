@@ -37,8 +37,8 @@ std::optional<BlasMatrix> blas_layout(int64_t rows, int64_t cols, int64_t row_st
   return std::nullopt;
 }
 
-// A BLAS-compatible version of the (B, R, C) operand t: t itself, or a dense copy that keeps
-// a broadcast batch broadcast rather than materialising B copies.
+// A BLAS-compatible version of the (B, rows, cols) operand t: t itself, or a dense copy
+// that keeps a broadcast batch broadcast rather than materialising B copies.
 Tensor blas_operand(const Tensor& t) {
   if (blas_layout(t.size(1), t.size(2), t.strides()[1], t.strides()[2])) return t;
   if (t.strides()[0] == 0) return t.narrow(0, 0, 1).contiguous().expand(t.shape());

@@ -15,7 +15,7 @@ struct PlaneDims {
   int64_t h, w, oh, ow;
 };
 
-// x: (N, C, H, W).
+// x: (B, C, H, W).
 inline PlaneDims plane_dims(const Tensor& x, const Conv2dGeometry& g) {
   int64_t h = x.size(2), w = x.size(3);
   return {h, w, g.out_size(h, g.kernel_h, g.stride_h, g.pad_h), g.out_size(w, g.kernel_w, g.stride_w, g.pad_w)};

@@ -119,7 +119,7 @@ void avg_pool_plane(T* x, T* y, const PlaneDims& d, const Conv2dGeometry& g) {
     }
 }
 
-// x: (N, C, H, W), y: (N, C, OH, OW).
+// x: (B, C, H, W), y: (B, C, OH, OW).
 template <bool kForward>
 void avg_pool(const Tensor& x, const Tensor& y, const Conv2dGeometry& g) {
   PlaneDims d = plane_dims(x, g);

@@ -110,12 +110,12 @@ void sum_columns(const T* x, T* out, int64_t rows, int64_t columns, bool mean) {
 }
 
 template <class T>
-void reduce_typed(ReduceOp op, const Tensor& src, const Tensor& dst) {
-  if ((op == ReduceOp::sum || op == ReduceOp::mean) && src.is_contiguous() && dst.is_contiguous() &&
+void reduce_typed(DimReduction op, const Tensor& src, const Tensor& dst) {
+  if ((op == DimReduction::sum || op == DimReduction::mean) && src.is_contiguous() && dst.is_contiguous() &&
       reduces_leading_dims(src.shape(), dst.shape())) {
     int64_t columns = dst.numel();
     if (columns > 1) {
-      sum_columns(src.data<T>(), dst.data<T>(), src.numel() / columns, columns, op == ReduceOp::mean);
+      sum_columns(src.data<T>(), dst.data<T>(), src.numel() / columns, columns, op == DimReduction::mean);
       return;
     }
   }
@@ -133,8 +133,8 @@ void reduce_typed(ReduceOp op, const Tensor& src, const Tensor& dst) {
   }
   const T* in = static_cast<const T*>(src.raw_data());
   int64_t outputs = dst.numel();
-  bool arg = op == ReduceOp::argmax || op == ReduceOp::argmin;
-  RG_CHECK(reduced.count > 0 || op == ReduceOp::sum || op == ReduceOp::mean, op_name(op),
+  bool arg = op == DimReduction::argmax || op == DimReduction::argmin;
+  RG_CHECK(reduced.count > 0 || op == DimReduction::sum || op == DimReduction::mean, op_name(op),
            ": cannot reduce over an empty dimension (shape ", shape_str(shape), ")");
   int64_t grain = std::max<int64_t>(1, 32768 / std::max<int64_t>(1, reduced.count));
   parallel_for(0, outputs, grain, [&](int64_t begin, int64_t end) {
@@ -150,7 +150,7 @@ void reduce_typed(ReduceOp op, const Tensor& src, const Tensor& dst) {
       if (arg) {
         T best = base[0];
         int64_t best_position = 0;
-        bool want_max = op == ReduceOp::argmax;
+        bool want_max = op == DimReduction::argmax;
         reduced.for_each_run([&](int64_t off, int64_t first, int64_t length, int64_t stride) {
           for (int64_t i = 0; i < length; ++i) {
             T v = base[off + i * stride];
@@ -159,9 +159,9 @@ void reduce_typed(ReduceOp op, const Tensor& src, const Tensor& dst) {
           }
         });
         static_cast<int64_t*>(dst.raw_data())[dst_offset] = best_position;
-      } else if (op == ReduceOp::max || op == ReduceOp::min) {
+      } else if (op == DimReduction::max || op == DimReduction::min) {
         T best = base[0];
-        bool want_max = op == ReduceOp::max;
+        bool want_max = op == DimReduction::max;
         reduced.for_each_run([&](int64_t off, int64_t, int64_t length, int64_t stride) {
           for (int64_t i = 0; i < length; ++i) {
             T v = base[off + i * stride];
@@ -180,7 +180,7 @@ void reduce_typed(ReduceOp op, const Tensor& src, const Tensor& dst) {
           }
         });
         double value = static_cast<double>(total);
-        if (op == ReduceOp::mean) value = reduced.count ? value / static_cast<double>(reduced.count) : NAN;
+        if (op == DimReduction::mean) value = reduced.count ? value / static_cast<double>(reduced.count) : NAN;
         static_cast<T*>(dst.raw_data())[dst_offset] = static_cast<T>(value);
       }
     }
@@ -215,7 +215,7 @@ void softmax_typed(const T* x, T* y, int64_t outer, int64_t n, int64_t inner, bo
 
 }  // namespace
 
-void reduce(ReduceOp op, const Tensor& src, const Tensor& dst) {
+void reduce(DimReduction op, const Tensor& src, const Tensor& dst) {
   dispatch(src.dtype(), [&](auto tag) { reduce_typed<decltype(tag)>(op, src, dst); });
 }
 

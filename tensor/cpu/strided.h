@@ -54,7 +54,8 @@ struct StridedLayout {
 };
 
 // Calls run(ptrs, strides, count) over contiguous-ish runs of the inner dim, splitting
-// the work over the thread pool. ptrs are typed base pointers of the N operands.
+// the work over the thread pool. ptrs are the N operands' byte pointers at the start of
+// the run (the caller casts them to its element types); strides count elements.
 // Big rows are cut into pieces so a single long run still uses every thread.
 template <int N, class Run>
 void for_each_run(const Shape& shape, const std::array<const Shape*, N>& operand_strides,

@@ -1,7 +1,7 @@
 // Convolution and pooling helpers on CUDA: im2col/col2im, max pooling, average pooling
 // and its backward. One thread per written element; the backward passes (col2im, avg
 // pool backward) gather over the windows covering an input element instead of
-// scattering with atomics, in the CPU's order, so their sums match tensor/cpu/conv_pool.cpp.
+// scattering with atomics, in the CPU's order, so their sums match tensor/cpu/conv2d.cpp and pool.cpp.
 #include <cmath>
 
 #include "tensor/cuda/cuda_common.cuh"
@@ -10,7 +10,7 @@
 namespace rg::cuda {
 namespace {
 
-// x: (N, C, H, W) seen as `planes` = N*C planes of (h, w); outputs (oh, ow) per plane.
+// x: (B, C, H, W) seen as `planes` = B*C planes of (h, w); outputs (oh, ow) per plane.
 struct Geometry {
   int64_t planes, h, w, oh, ow;
   int64_t kh, kw, sh, sw, ph, pw;
@@ -34,7 +34,7 @@ __device__ Span covering(int64_t x, int64_t pad, int64_t kernel, int64_t stride,
   return {begin, end < out_size ? end : out_size};
 }
 
-// cols (N, C*kh*kw, OH*OW), row c*kh*kw + i*kw + j: the pixel under tap (i, j), or 0.
+// cols (B, C*kh*kw, OH*OW), row c*kh*kw + i*kw + j: the pixel under tap (i, j), or 0.
 template <class T>
 __global__ void im2col_kernel(const T* x, T* cols, Geometry g, int64_t total) {
   RG_GRID_STRIDE_LOOP(idx, total) {
@@ -132,7 +132,7 @@ __global__ void avg_pool_backward_kernel(const T* grad_out, T* grad_in, Geometry
 }  // namespace
 
 // Inputs go through contiguous() (free when they already are); outputs are the dense
-// tensors ops.cpp allocates, as on the CPU.
+// tensors ops_conv_pool.cpp allocates, as on the CPU.
 void im2col_tensor(const Tensor& x_in, const Tensor& cols, const Conv2dGeometry& geometry) {
   const Tensor x = x_in.contiguous();
   const Geometry g = geometry_of(x, geometry);

@@ -114,7 +114,7 @@ class CudaBackend final : public Backend {
   }
 
   // ---- reductions ----
-  void reduce(ReduceOp op, const Tensor& src, const Tensor& dst) override { reduce_tensor(op, src, dst); }
+  void reduce(DimReduction op, const Tensor& src, const Tensor& dst) override { reduce_tensor(op, src, dst); }
   void softmax(const Tensor& src, const Tensor& dst, int64_t dim, bool log) override {
     softmax_tensor(src, dst, dim, log);
   }

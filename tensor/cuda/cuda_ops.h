@@ -18,7 +18,7 @@ void where_tensor(const Tensor& cond, const Tensor& a, const Tensor& b, const Te
 void clamp_tensor(const Tensor& src, const Tensor& dst, double low, double high);
 
 // reduce.cu
-void reduce_tensor(ReduceOp op, const Tensor& src, const Tensor& dst);
+void reduce_tensor(DimReduction op, const Tensor& src, const Tensor& dst);
 void softmax_tensor(const Tensor& src, const Tensor& dst, int64_t dim, bool log);
 
 // linalg.cu

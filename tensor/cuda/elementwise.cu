@@ -45,7 +45,7 @@ __device__ T apply_arithmetic(BinaryOp op, T x, T y, T alpha) {
     case BinaryOp::pow: return static_cast<T>(pow(static_cast<F>(x), static_cast<F>(y)));
     case BinaryOp::maximum: return nan_max(x, y);
     case BinaryOp::minimum: return nan_min(x, y);
-    case BinaryOp::relu_grad: return y > T(0) ? x : T(0);
+    case BinaryOp::where_positive: return y > T(0) ? x : T(0);
     default: return T(0);  // comparisons go to apply_comparison
   }
 }

@@ -25,8 +25,8 @@ std::optional<GemmOperand> gemm_layout(int64_t rows, int64_t cols, int64_t row_s
   return std::nullopt;
 }
 
-// t (B, R, C) itself when cuBLAS can read it, else a dense copy that keeps a broadcast
-// batch (stride 0) broadcast instead of materialising B copies.
+// t (B, rows, cols) itself when cuBLAS can read it, else a dense copy that keeps a
+// broadcast batch (stride 0) broadcast instead of materialising B copies.
 Tensor gemm_operand(const Tensor& t) {
   if (gemm_layout(t.size(1), t.size(2), t.strides()[1], t.strides()[2])) return t;
   if (t.strides()[0] == 0) return t.narrow(0, 0, 1).contiguous().expand(t.shape());

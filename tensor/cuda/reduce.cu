@@ -193,10 +193,10 @@ unsigned groups_grid(int64_t outputs, int group) { return grid_for(outputs * gro
 
 }  // namespace
 
-void reduce_tensor(ReduceOp op, const Tensor& src, const Tensor& dst) {
+void reduce_tensor(DimReduction op, const Tensor& src, const Tensor& dst) {
   const ReduceLayout l = make_layout(src, dst);
   if (l.outputs == 0) return;
-  const bool sum_like = op == ReduceOp::sum || op == ReduceOp::mean;
+  const bool sum_like = op == DimReduction::sum || op == DimReduction::mean;
   RG_CHECK(l.count > 0 || sum_like, op_name(op), ": cannot reduce over an empty dimension (shape ",
            shape_str(src.shape()), ")");
   const int group = group_size(l.count);
@@ -206,11 +206,11 @@ void reduce_tensor(ReduceOp op, const Tensor& src, const Tensor& dst) {
     using T = decltype(tag);
     if (sum_like)
       RG_CUDA_LAUNCH_GRID(sum_kernel<T>, grid, stream, in_ptr<T>(src), out_ptr<T>(dst), l, group,
-                          op == ReduceOp::mean);
+                          op == DimReduction::mean);
     else
       RG_CUDA_LAUNCH_GRID(extreme_kernel<T>, grid, stream, in_ptr<T>(src), dst.raw_data(), l, group,
-                          op == ReduceOp::max || op == ReduceOp::argmax,
-                          op == ReduceOp::argmax || op == ReduceOp::argmin);
+                          op == DimReduction::max || op == DimReduction::argmax,
+                          op == DimReduction::argmax || op == DimReduction::argmin);
   });
 }
 

@@ -1,6 +1,9 @@
 // The backward engine: accumulation, retain_graph, grad mode, detach, gradient-ready
-// hooks (order and once-only, what DDP relies on), deep graphs, anomaly mode.
+// hooks (order and once-only, what DDP relies on), nodes that pass no gradient on, deep
+// graphs, anomaly mode.
 #include <catch2/catch.hpp>
+#include <algorithm>
+#include <memory>
 
 #include "autograd/functions.h"
 #include "autograd/node.h"
@@ -134,4 +137,98 @@ TEST_CASE("autograd.anomaly_mode_names_the_op") {
   set_anomaly_mode(false);
   Variable fine = sum(sqrt(zero));
   REQUIRE_NOTHROW(fine.backward());
+}
+
+// ---- nodes whose backward returns no gradient (an undefined Tensor) ----
+
+// A stop-gradient recorded in the graph: y = x, whose backward passes nothing on (as a
+// student's unfinished backward might).
+static Variable stop_gradient(const Variable& x) {
+  return make_result("stop_gradient", x.data().clone(), {x},
+                     [](const Tensor&, const NeedsGrad&) { return Gradients{Tensor()}; });
+}
+
+// y = x, counting the calls of its backward. `saved` stands for the tensors a backward
+// captures, so a test can see whether the engine released the node.
+static Variable counted_identity(const Variable& x, int& calls, std::shared_ptr<int> saved = nullptr) {
+  return make_result("counted_identity", x.data().clone(), {x}, [&calls, saved](const Tensor& g, const NeedsGrad&) {
+    ++calls;
+    return Gradients{g};
+  });
+}
+
+TEST_CASE("autograd.no_gradient_node_keeps_other_paths") {
+  Variable w = param({1.0, 2.0}, {2}, "w");
+  SECTION("the leaf behind a node that no gradient reaches") {
+    sum(stop_gradient(w * 2.0) + w * 3.0).backward();  // w * 2.0 gets no gradient
+  }
+  SECTION("the leaf right behind the stop") {
+    sum(stop_gradient(w) * 2.0 + w * 3.0).backward();
+  }
+  REQUIRE(w.grad().defined());
+  REQUIRE(w.grad().to_vector<double>() == std::vector<double>{3.0, 3.0});  // the direct path only
+}
+
+TEST_CASE("autograd.no_gradient_node_releases_a_chain_behind_it") {
+  Variable x = param({0.5}, {1}, "x");
+  int chain_calls = 0;
+  Variable h = counted_identity(exp(x * 2.0), chain_calls);  // three nodes that get no gradient
+  sum(stop_gradient(h) + x).backward();
+  REQUIRE(x.grad().defined());
+  REQUIRE(x.grad().item() == 1.0);
+  REQUIRE(chain_calls == 0);  // nothing reached the chain, so its backward never ran
+}
+
+TEST_CASE("autograd.no_gradient_node_in_a_diamond") {
+  Variable x = param({2.0}, {1}, "x");
+  int top_calls = 0;
+  SECTION("both branches stopped: the top gets nothing, x keeps its direct gradient") {
+    Variable top = counted_identity(x, top_calls);
+    sum(stop_gradient(top) + stop_gradient(top) + x).backward();
+    REQUIRE(top_calls == 0);
+    REQUIRE(x.grad().item() == 1.0);
+  }
+  SECTION("one branch stopped: the top runs once, with the other branch's gradient") {
+    Variable top = counted_identity(x, top_calls);
+    sum(stop_gradient(top) + top * 2.0 + x).backward();
+    REQUIRE(top_calls == 1);
+    REQUIRE(x.grad().item() == 3.0);
+  }
+}
+
+TEST_CASE("autograd.hooks_fire_only_for_leaves_that_get_a_gradient") {
+  Variable stopped = param({1.0}, {1}, "stopped");  // reached only through the stop
+  Variable both = param({1.0}, {1}, "both");        // through the stop and directly
+  Variable direct = param({1.0}, {1}, "direct");
+  std::vector<std::string> fired;
+  for (Variable* p : {&stopped, &both, &direct})
+    p->add_grad_ready_hook([&fired](const Variable& leaf) {
+      REQUIRE(leaf.grad().defined());
+      fired.push_back(leaf.name());
+    });
+  auto loss = [&] { return sum(stop_gradient(stopped * both) + both * 4.0 + direct * 5.0); };
+  loss().backward();
+  std::sort(fired.begin(), fired.end());
+  REQUIRE(fired == std::vector<std::string>{"both", "direct"});
+  REQUIRE_FALSE(stopped.grad().defined());
+  REQUIRE(both.grad().item() == 4.0);
+  REQUIRE(direct.grad().item() == 5.0);
+  loss().backward();
+  REQUIRE(fired.size() == 4);  // once more each per backward
+  REQUIRE(both.grad().item() == 8.0);
+}
+
+TEST_CASE("autograd.retain_graph_with_a_no_gradient_node") {
+  Variable x = param({3.0}, {1}, "x");
+  auto saved = std::make_shared<int>(0);
+  std::weak_ptr<int> watch = saved;
+  int calls = 0;
+  Variable y = sum(stop_gradient(counted_identity(x, calls, std::move(saved))) + x * x);
+  y.backward(Tensor(), true);
+  REQUIRE_FALSE(watch.expired());  // retained, also by the node that no gradient reached
+  y.backward();
+  REQUIRE(x.grad().item() == 12.0);  // 2x, twice
+  REQUIRE(calls == 0);
+  REQUIRE(watch.expired());  // released with the rest of the graph
+  REQUIRE_THROWS_WITH(y.backward(), Contains("second time"));
 }

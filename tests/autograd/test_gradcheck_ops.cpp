@@ -206,6 +206,14 @@ TEST_CASE("autograd.gradcheck_view_methods", "[autograd]") {
   check([](const auto& v) { return v[0].unsqueeze(0).unsqueeze(-1); }, {y});
 }
 
+TEST_CASE("autograd.view_never_copies", "[autograd]") {
+  Variable x = uniform({2, 3, 4}, 1);
+  REQUIRE(x.view({6, 4}).data().same_data(x.data()));
+  Variable transposed = x.transpose(0, 2);
+  REQUIRE_THROWS_WITH(transposed.view({24}), Catch::Contains("view") && Catch::Contains("[4, 3, 2]"));
+  REQUIRE_FALSE(transposed.reshape({24}).data().same_data(x.data()));  // reshape copies instead
+}
+
 TEST_CASE("autograd.gradcheck_to_dtype_and_device", "[autograd]") {
   Variable x = uniform({2, 3}, 1);
   // float64 -> float32 -> float64 loses precision; a looser tolerance absorbs the rounding.

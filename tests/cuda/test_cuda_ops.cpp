@@ -83,8 +83,8 @@ TEST_CASE("cuda.unary", "[cuda]") {
 
 TEST_CASE("cuda.binary_broadcast", "[cuda]") {
   const BinaryOp ops[] = {BinaryOp::add, BinaryOp::sub, BinaryOp::mul, BinaryOp::div, BinaryOp::pow,
-                          BinaryOp::maximum, BinaryOp::minimum, BinaryOp::relu_grad, BinaryOp::eq, BinaryOp::ne, BinaryOp::lt,
-                          BinaryOp::le, BinaryOp::gt, BinaryOp::ge};
+                          BinaryOp::maximum, BinaryOp::minimum, BinaryOp::where_positive, BinaryOp::eq,
+                          BinaryOp::ne, BinaryOp::lt, BinaryOp::le, BinaryOp::gt, BinaryOp::ge};
   for (DType dtype : {DType::float32, DType::float64, DType::int64, DType::int32, DType::uint8}) {
     const bool floating = is_floating(dtype);
     const Tensor a = input({3, 1, 5}, dtype, floating ? 0.5 : 1, floating ? 2.0 : 9);

@@ -129,7 +129,7 @@ TEST_CASE("nn.batchnorm2d_normalises_and_tracks", "[nn]") {
   Tensor z = bn(x).data();
   Tensor expected = (x - bn.running_mean().view({1, 2, 1, 1})) / sqrt(bn.running_var().view({1, 2, 1, 1}) + 1e-5);
   CHECK(max_abs_diff(z, expected) < 1e-12);
-  CHECK_THROWS_WITH(bn(Tensor::zeros({4, 3, 2, 2}, DType::float64)), Catch::Contains("expects (N, 2, H, W)") &&
+  CHECK_THROWS_WITH(bn(Tensor::zeros({4, 3, 2, 2}, DType::float64)), Catch::Contains("expects (B, 2, H, W)") &&
                                                                          Catch::Contains("[4, 3, 2, 2]"));
 }
 

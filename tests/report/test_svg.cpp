@@ -7,6 +7,7 @@
 #include <random>
 
 #include "report/svg.h"
+#include "report/timeline_svg.h"
 #include "tensor/error.h"
 #include "xml_check.h"
 

@@ -84,8 +84,8 @@ TEST_CASE("tensor.binary_ops_float", "[tensor]") {
                  [](double a, double b) { return std::max(a, b); }, dtype, -2, 2, 0);
     check_binary("minimum", [](auto& a, auto& b) { return minimum(a, b); },
                  [](double a, double b) { return std::min(a, b); }, dtype, -2, 2, 0);
-    check_binary("relu_grad", [](auto& a, auto& b) { return relu_grad(a, b); },
-                 [](double g, double y) { return y > 0 ? g : 0.0; }, dtype, -2, 2, 0);
+    check_binary("where_positive", [](auto& a, auto& b) { return where_positive(a, b); },
+                 [](double a, double b) { return b > 0 ? a : 0.0; }, dtype, -2, 2, 0);
   }
 }
 

@@ -342,7 +342,7 @@ TEST_CASE("tensor.conv2d_rejects_mismatched_operands", "[tensor]") {
                       Catch::Contains("conv2d: input [2, 3, 8, 8]") && Catch::Contains("does not match weight [4, 2, 3, 3]"));
   REQUIRE_THROWS_WITH(conv2d(x, w.to(DType::float64), Tensor(), g), Catch::Contains("float64"));
   REQUIRE_THROWS_WITH(conv2d(x, w, Tensor::zeros({3}), g), Catch::Contains("conv2d: bias [3] must be (4)"));
-  REQUIRE_THROWS_WITH(conv2d(x.view({6, 8, 8}), w, Tensor(), g), Catch::Contains("conv2d: expects (N, C, H, W)"));
+  REQUIRE_THROWS_WITH(conv2d(x.view({6, 8, 8}), w, Tensor(), g), Catch::Contains("conv2d: expects (B, C, H, W)"));
   REQUIRE_THROWS_WITH(conv2d(x, Tensor::zeros({4, 3, 5, 5}), Tensor(), g),
                       Catch::Contains("weight [4, 3, 5, 5] does not match the kernel size 3x3"));
   REQUIRE_THROWS_WITH(conv2d(Tensor::zeros({2, 3, 2, 2}), w, Tensor(), {3, 3, 1, 1, 0, 0}),
