@@ -9,7 +9,7 @@ namespace rg::detail {
 // (e.g. "../tensor/ops.cpp" when ccache's base_dir rewrites it). Keep it from the layer
 // folder on, so messages read "tensor/ops.cpp:212" wherever the tree was built.
 static const char* short_path(const char* file) {
-  for (const char* layer : {"/tensor/", "/autograd/", "/nn/", "/data/", "/parallel/", "/report/", "/tools/"}) {
+  for (const char* layer : {"/tensor/", "/autograd/", "/nn/", "/data/", "/models/", "/parallel/", "/report/", "/tools/"}) {
     if (const char* hit = std::strstr(file, layer)) return hit + 1;
   }
   return file;

@@ -12,7 +12,6 @@
 
 #include "checks.h"
 
-// Inside the namespace, ReduceOp means parallel::ReduceOp (rg::ReduceOp is the tensor reductions').
 namespace rg::parallel {
 using namespace testing;
 

@@ -11,7 +11,6 @@
 #include "tensor/ops.h"
 #include "tensor/thread_pool.h"
 
-// Inside the namespace, ReduceOp means parallel::ReduceOp (rg::ReduceOp is the tensor reductions').
 namespace rg::parallel {
 using namespace testing;
 

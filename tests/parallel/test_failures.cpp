@@ -12,7 +12,6 @@
 #include "parallel/async.h"
 #include "parallel/process_group.h"
 
-// Inside the namespace, ReduceOp means parallel::ReduceOp (rg::ReduceOp is the tensor reductions').
 namespace rg::parallel {
 
 namespace {
