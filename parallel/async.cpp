@@ -6,6 +6,7 @@
 #include <exception>
 #include <limits>
 #include <mutex>
+#include <sstream>
 #include <thread>
 
 #include "parallel/flat_parameters.h"
@@ -43,6 +44,15 @@ FlatParameters flat_parameters_of(const nn::Module& model) {
 }
 
 }  // namespace
+
+std::string AsyncPSStats::summary() const {
+  std::ostringstream out;
+  out << "async-ps: staleness";
+  for (size_t t = 0; t < staleness_histogram.size(); ++t) out << (t ? ", " : " ") << t << ": " << staleness_histogram[t];
+  out << "; " << updates << " updates from " << gradients << " gradients (" << discarded << " discarded, "
+      << delayed_replies << " replies held back by the staleness bound)";
+  return out.str();
+}
 
 int64_t AsyncPSStats::max_staleness() const {
   for (size_t t = staleness_histogram.size(); t > 0; --t)

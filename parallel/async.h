@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "nn/module.h"
@@ -69,6 +70,9 @@ struct AsyncPSStats {
   std::vector<int64_t> gradients_from;       // by rank (rank 0, the server, sends none)
 
   int64_t max_staleness() const;  // the largest staleness recorded; 0 when none
+  // "async-ps: staleness 0: 812, 1: 590, 2: 4; 1406 updates from 2812 gradients (0 discarded,
+  // 3 replies held back by the staleness bound)".
+  std::string summary() const;
 };
 
 // Serves the workers of `pg` from rank 0 until all have finished; the optimizer must

@@ -2,10 +2,26 @@
 #include "parallel/data_parallel_stats.h"
 
 #include <algorithm>
+#include <iomanip>
+#include <sstream>
 
 #include "tensor/error.h"
 
 namespace rg::parallel {
+
+std::string per_step_summary(const DataParallelStats& s) {
+  const double steps = static_cast<double>(std::max<int64_t>(1, s.forwards));
+  const auto kib = [&](uint64_t bytes) { return static_cast<double>(bytes) / 1024.0 / steps; };
+  const auto ms = [&](double seconds) { return 1000.0 * seconds / steps; };
+  std::ostringstream out;
+  out << std::fixed << std::setprecision(1) << "device 0 per step: " << kib(s.devices[0].bytes_in) << " KiB in, "
+      << kib(s.devices[0].bytes_out) << " KiB out";
+  if (s.devices.size() > 1) out << " (device 1: " << kib(s.devices[1].bytes_in) << " KiB in)";
+  out << "; " << std::setprecision(2) << "ms per step: scatter " << ms(s.scatter.seconds) << ", replicate "
+      << ms(s.replicate.seconds) << ", apply " << ms(s.apply.seconds) << ", gather " << ms(s.gather.seconds)
+      << ", backward " << ms(s.backward_seconds);
+  return out.str();
+}
 
 DataParallelStatsCounter::DataParallelStatsCounter(std::vector<Device> devices, nn::Module& module)
     : devices_(std::move(devices)) {

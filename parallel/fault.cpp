@@ -1,7 +1,10 @@
 // The injectors. Each changes only what its hook is handed, and only while armed.
 #include "parallel/fault.h"
 
+#include <charconv>
 #include <chrono>
+#include <cmath>
+#include <sstream>
 #include <thread>
 
 #include "tensor/ops.h"
@@ -26,7 +29,53 @@ class ThenWork : public Work {
   std::function<void()> after_;
 };
 
+// "A:B[:C]" as its fields.
+std::vector<std::string> split_spec(const std::string& spec, const char* form) {
+  std::vector<std::string> fields;
+  std::stringstream in(spec);
+  for (std::string field; std::getline(in, field, ':');) fields.push_back(field);
+  RG_CHECK(fields.size() == 2 || fields.size() == 3, "'", spec, "' is not ", form);
+  return fields;
+}
+
+template <class T>
+T parse_field(const std::string& text, const char* what) {
+  T value{};
+  const char* end = text.data() + text.size();
+  auto [ptr, ec] = std::from_chars(text.data(), end, value);
+  RG_CHECK(!text.empty() && ec == std::errc() && ptr == end, what, " '", text, "' is not a number");
+  return value;
+}
+
+int parse_rank(const std::string& text, int workers) {
+  const auto rank = parse_field<int64_t>(text, "RANK");
+  RG_CHECK(rank >= 0 && rank < workers, "rank ", text, " does not exist with ", workers, " worker(s)");
+  return static_cast<int>(rank);
+}
+
 }  // namespace
+
+GradientFaultPlan parse_gradient_fault(const std::string& spec, int workers) {
+  const auto fields = split_spec(spec, "RANK:STEP[:corrupt|drop]");
+  GradientFaultPlan plan{.rank = parse_rank(fields[0], workers), .step = parse_field<int64_t>(fields[1], "STEP")};
+  RG_CHECK(plan.step >= 1, "STEP must be at least 1, got ", fields[1]);
+  if (fields.size() == 3) {
+    RG_CHECK(fields[2] == "corrupt" || fields[2] == "drop", "unknown kind '", fields[2], "'; accepted: corrupt|drop");
+    plan.kind = fields[2] == "drop" ? GradientFault::drop : GradientFault::corrupt;
+  }
+  return plan;
+}
+
+StragglerPlan parse_straggler(const std::string& spec, int workers) {
+  const auto fields = split_spec(spec, "RANK:MS[:PROB]");
+  StragglerPlan plan{.rank = parse_rank(fields[0], workers), .delay_ms = parse_field<double>(fields[1], "MS")};
+  RG_CHECK(std::isfinite(plan.delay_ms) && plan.delay_ms >= 0, "MS must be a finite number >= 0, got ", fields[1]);
+  if (fields.size() == 3) {
+    plan.probability = parse_field<double>(fields[2], "PROB");
+    RG_CHECK(plan.probability >= 0 && plan.probability <= 1, "PROB must be in [0, 1], got ", fields[2]);
+  }
+  return plan;
+}
 
 std::optional<GradientFaultPlan> plan_for(const std::optional<GradientFaultPlan>& plan, int rank) {
   return plan && plan->rank == rank ? plan : std::nullopt;

@@ -5,6 +5,7 @@
 #pragma once
 #include <cstdint>
 #include <optional>
+#include <string>
 
 #include "nn/module.h"
 #include "parallel/observer.h"
@@ -32,6 +33,12 @@ struct StragglerPlan {
   double delay_ms = 0;
   double probability = 1;
 };
+
+// "RANK:STEP[:corrupt|drop]" (kind corrupt when left out) and "RANK:MS[:PROB]" (PROB 1), with
+// RANK < workers, STEP >= 1, MS finite and >= 0, PROB in [0, 1]; throw rg::Error naming what
+// is wrong, e.g. "rank 3 does not exist with 2 worker(s)".
+GradientFaultPlan parse_gradient_fault(const std::string& spec, int workers);
+StragglerPlan parse_straggler(const std::string& spec, int workers);
 
 // The plan when it names `rank`, else none.
 std::optional<GradientFaultPlan> plan_for(const std::optional<GradientFaultPlan>& plan, int rank);

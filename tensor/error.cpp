@@ -16,7 +16,7 @@ static const char* short_path(const char* file) {
 }
 
 void throw_error(const char* file, int line, const std::string& message) {
-  throw Error(message + " (" + short_path(file) + ":" + std::to_string(line) + ")");
+  throw Error(message, std::string(short_path(file)) + ":" + std::to_string(line));
 }
 
 }  // namespace rg::detail

@@ -10,7 +10,14 @@ namespace rg {
 
 class Error : public std::runtime_error {
  public:
-  using std::runtime_error::runtime_error;
+  // what() is the message, then " (<location>)" when there is one.
+  explicit Error(const std::string& message, const std::string& location = {})
+      : std::runtime_error(location.empty() ? message : message + " (" + location + ")"), message_(message) {}
+  // The message without the source location: for text a user reads ("error: --lr: ...").
+  const std::string& message() const { return message_; }
+
+ private:
+  std::string message_;
 };
 
 // Thrown by the bodies that the lab release strips out (see DESIGN.md section 7).

@@ -3,7 +3,6 @@
 // 0 done, 1 bad data or a failure while training, 2 bad flags (including --resume).
 #include <cstdlib>
 #include <iostream>
-#include <regex>
 
 #include "data/named.h"
 #include "models/named.h"
@@ -21,14 +20,14 @@ namespace {
 
 // rg::Error messages end with the throwing source line, "(data/idx.cpp:37)": useful to us,
 // noise to a student reading "error: <file>: <problem>".
-std::string without_location(const std::string& message) {
-  static const std::regex location(R"( \([a-z_/]+\.(cpp|h):[0-9]+\)$)");
-  return std::regex_replace(message, location, "");
+int fail(int code, const std::string& message) {
+  std::cerr << "error: " << message << std::endl;
+  return code;
 }
 
-int fail(int code, const std::string& message) {
-  std::cerr << "error: " << without_location(message) << std::endl;
-  return code;
+int fail(int code, const std::exception& e) {
+  const auto* error = dynamic_cast<const Error*>(&e);
+  return fail(code, error ? error->message() : std::string(e.what()));
 }
 
 // Under mpirun only rank 0 speaks; MPI is not initialised yet when the data is read.
@@ -61,7 +60,7 @@ int run_training(const TrainOptions& options, int argc, char** argv) {
   try {
     data = data::load_named({.name = options.data, .image_size = options.image_size, .seed = options.seed});
   } catch (const Error& e) {
-    return fail(1, e.what());
+    return fail(1, e);
   }
   default_generator().set_state(options.seed, 0);
   auto model = models::make_model(options.model, data.shape());
@@ -85,7 +84,7 @@ int run_training(const TrainOptions& options, int argc, char** argv) {
     const RunSummary summary = train(options, data, model, argc, argv, is_main);
     if (is_main) print_summary(std::cout, summary, options.out);
   } catch (const ResumeError& e) {
-    return fail(2, std::string("--resume: ") + e.what());
+    return fail(2, "--resume: " + e.message());
   }
   return 0;
 }
@@ -98,6 +97,6 @@ int main(int argc, char** argv) {
   try {
     return run_training(*cli.options, argc, argv);
   } catch (const std::exception& e) {
-    return fail(1, e.what());
+    return fail(1, e);
   }
 }

@@ -199,49 +199,21 @@ void convert_batch(const RawFlags& f, TrainOptions& o) {
   }
 }
 
-// A straggler or fault spec "A:B[:C]": its numeric fields, checked.
-std::vector<std::string> split_spec(const std::string& flag, const std::string& spec, size_t min, size_t max,
-                                    const char* form) {
-  std::vector<std::string> fields;
-  std::stringstream in(spec);
-  for (std::string field; std::getline(in, field, ':');) fields.push_back(field);
-  if (fields.size() < min || fields.size() > max) throw FlagError{flag, "'" + spec + "' is not " + form};
-  return fields;
-}
-
+// --straggler and --corrupt-grad: the library parses the specs.
 void convert_injection(const RawFlags& f, TrainOptions& o) {
-  auto worker_rank = [&](const std::string& flag, const std::string& text) {
-    const int64_t rank = parse_int(flag, text, 0);
-    if (rank >= o.workers) {
-      throw FlagError{flag, "rank " + text + " does not exist with " + std::to_string(o.workers) + " worker(s)"};
+  auto parse = [&](const char* flag, auto parser, const std::string& spec) {
+    try {
+      return parser(spec, o.workers);
+    } catch (const Error& e) {
+      throw FlagError{flag, e.message()};
     }
-    return static_cast<int>(rank);
   };
-  if (!f.straggler.empty()) {
-    const auto fields = split_spec("--straggler", f.straggler, 2, 3, "RANK:MS[:PROB]");
-    parallel::StragglerPlan straggler{.rank = worker_rank("--straggler", fields[0]),
-                        .delay_ms = parse_double("--straggler", fields[1])};
-    if (!(straggler.delay_ms >= 0)) throw FlagError{"--straggler", "MS must be >= 0"};
-    if (fields.size() == 3) {
-      straggler.probability = parse_double("--straggler", fields[2]);
-      if (!(straggler.probability >= 0 && straggler.probability <= 1)) {
-        throw FlagError{"--straggler", "PROB must be in [0, 1], got " + fields[2]};
-      }
-    }
-    o.straggler = straggler;
-  }
+  if (!f.straggler.empty()) o.straggler = parse("--straggler", parallel::parse_straggler, f.straggler);
   if (!f.corrupt_grad.empty()) {
     if (o.parallel == "none") {
       throw FlagError{"--corrupt-grad", "needs several workers: --parallel dp, ddp, async-ps or hogwild"};
     }
-    const auto fields = split_spec("--corrupt-grad", f.corrupt_grad, 2, 3, "RANK:STEP[:corrupt|drop]");
-    parallel::GradientFaultPlan fault{.rank = worker_rank("--corrupt-grad", fields[0]),
-                                .step = parse_int("--corrupt-grad", fields[1], 1)};
-    if (fields.size() == 3) {
-      check_member("--corrupt-grad", fields[2], {"corrupt", "drop"});
-      fault.kind = fields[2] == "drop" ? parallel::GradientFault::drop : parallel::GradientFault::corrupt;
-    }
-    o.corrupt_grad = fault;
+    o.corrupt_grad = parse("--corrupt-grad", parallel::parse_gradient_fault, f.corrupt_grad);
   }
 }
 

@@ -3,12 +3,11 @@
 
 #include <chrono>
 #include <filesystem>
-#include <iomanip>
 #include <iostream>
-#include <sstream>
 
 #include "data/sampler.h"
 #include "nn/checkpoint.h"
+#include "parallel/gather_trace.h"
 
 namespace rg::train {
 
@@ -36,37 +35,6 @@ parallel::DDPOptions ddp_options(const TrainOptions& o) {
           .algorithm = parallel::parse_algorithm(o.allreduce),
           .check_every = o.check_every * o.accumulation};  // DDP counts forwards: one per micro-batch
 }
-
-// Trace events travel as text lines, "tid start duration category name" (tabs between;
-// the args stay with the rank that recorded them).
-std::string encode(const std::vector<report::TraceEvent>& events) {
-  std::ostringstream out;
-  for (const auto& e : events)
-    out << e.tid << '\t' << e.start_us << '\t' << e.duration_us << '\t' << e.category << '\t' << e.name << '\n';
-  return out.str();
-}
-
-std::vector<report::TraceEvent> decode(const std::string& text, int rank) {
-  std::vector<report::TraceEvent> events;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) {
-    std::istringstream fields(line);
-    report::TraceEvent e;
-    e.rank = rank;
-    std::string tid, start, duration;
-    std::getline(fields, tid, '\t');
-    std::getline(fields, start, '\t');
-    std::getline(fields, duration, '\t');
-    std::getline(fields, e.category, '\t');
-    std::getline(fields, e.name);
-    e.tid = std::stoi(tid);
-    e.start_us = std::stoll(start);
-    e.duration_us = std::stoll(duration);
-    events.push_back(std::move(e));
-  }
-  return events;
-}
-
 
 }  // namespace
 
@@ -119,12 +87,7 @@ void DDPTrainer::trace_communication(parallel::Observer* observer) {
   ddp_->set_observer(observer);
 }
 
-std::vector<report::TraceEvent> DDPTrainer::gather_trace() {
-  const std::vector<std::string> texts = parallel::all_gather_strings(*pg_, encode(trace_events()));
-  std::vector<std::vector<report::TraceEvent>> per_rank{trace_events()};  // rank 0 keeps its args
-  for (int r = 1; r < pg_->size(); ++r) per_rank.push_back(decode(texts[r], r));
-  return role().rank == 0 ? report::merge(std::move(per_rank)) : std::vector<report::TraceEvent>{};
-}
+std::vector<report::TraceEvent> DDPTrainer::gather_trace() { return parallel::gather_trace(*pg_, trace_events()); }
 
 AsyncPSWorkerTrainer::AsyncPSWorkerTrainer(TrainOptions options, std::shared_ptr<nn::Module> model,
                                            const DataSplits& data, std::shared_ptr<ProcessGroup> pg)
@@ -195,32 +158,9 @@ StepResult DPTrainer::step(const data::Batch& batch) {
   return Trainer::step(batch);
 }
 
-std::string DPTrainer::traffic_report() const {
-  const parallel::DataParallelStats s = dp_->stats();
-  const double steps = static_cast<double>(std::max<int64_t>(1, s.forwards));
-  const auto kib = [&](uint64_t bytes) { return static_cast<double>(bytes) / 1024.0 / steps; };
-  const auto ms = [&](double seconds) { return 1000.0 * seconds / steps; };
-  std::ostringstream out;
-  out << std::fixed << std::setprecision(1) << "device 0 per step: " << kib(s.devices[0].bytes_in) << " KiB in, "
-      << kib(s.devices[0].bytes_out) << " KiB out (device 1: " << kib(s.devices[1].bytes_in) << " KiB in); "
-      << std::setprecision(2) << "ms per step: scatter " << ms(s.scatter.seconds) << ", replicate "
-      << ms(s.replicate.seconds) << ", apply " << ms(s.apply.seconds) << ", gather " << ms(s.gather.seconds)
-      << ", backward " << ms(s.backward_seconds);
-  return out.str();
-}
+std::string DPTrainer::traffic_report() const { return parallel::per_step_summary(dp_->stats()); }
 
 namespace {
-
-// "staleness 0: 812, 1: 590, 2: 4; 1406 updates from 2812 gradients (0 discarded)".
-std::string describe(const parallel::AsyncPSStats& stats) {
-  std::ostringstream out;
-  out << "async-ps: staleness";
-  for (size_t t = 0; t < stats.staleness_histogram.size(); ++t)
-    out << (t ? ", " : " ") << t << ": " << stats.staleness_histogram[t];
-  out << "; " << stats.updates << " updates from " << stats.gradients << " gradients (" << stats.discarded
-      << " discarded, " << stats.delayed_replies << " replies held back by the staleness bound)";
-  return out.str();
-}
 
 // Rank 0 of an async-ps world: serves until every worker finished, then evaluates and
 // saves the final model. The summary's test metrics are the final model's.
@@ -238,7 +178,7 @@ RunSummary serve(const TrainOptions& options, const DataSplits& data, const std:
   summary.test = evaluate_model(*model, *data.test, Device::parse(options.device));
   nn::save_checkpoint((std::filesystem::path(options.out) / "checkpoint.safetensors").string(), *model,
                       optimizer.get(), {.step = summary.steps, .epoch = options.epochs});
-  std::cout << describe(stats) << std::endl;
+  std::cout << stats.summary() << std::endl;
   return summary;
 }
 

@@ -17,7 +17,7 @@
 #include "report/progress.h"
 #include "tensor/blas.h"
 #include "tensor/thread_pool.h"
-#include "tools/train/charts.h"
+#include "report/training_charts.h"
 
 namespace rg::train {
 
@@ -338,7 +338,7 @@ RunSummary Trainer::run() {
     }
   }
   if (last_eval_step_ != step_ && evaluates()) evaluate_and_record();
-  if (is_main_) write_charts(metrics_path(), out_dir_);
+  if (is_main_) report::write_training_charts(metrics_path(), out_dir_);
   RunSummary s;
   if (tracing_) {  // the run ended inside the traced steps
     tracing_ = false;
