@@ -29,6 +29,13 @@ TEST_CASE("train.bad_flags_exit_2_naming_the_flag", "[train]") {
       {"--optimizer rmsprop", "--optimizer"},
       {"--resume /nonexistent/ckpt.safetensors", "--resume"},
       {"--no-such-flag", "--no-such-flag"},
+      // Non-finite numbers are bad values wherever a finite one is meant.
+      {"--lr inf", "--lr"},
+      {"--lr nan", "--lr"},
+      {"--momentum -inf", "--momentum"},
+      {"--warmup-epochs inf", "--warmup-epochs"},
+      {"--device cuda:-1", "--device"},
+      {"--device cuda:x", "--device"},
   };
   for (const auto& [args, flag] : cases) {
     INFO(args);

@@ -45,7 +45,7 @@ RunSummary train(const TrainOptions& options, const DataSplits& data, const std:
     std::cout << trainer.traffic_report() << std::endl;
     return summary;
   }
-  ParallelOutcome outcome = run_data_parallel(options, data, model, argc, argv);
+  ParallelOutcome outcome = train_on_workers(options, data, model, argc, argv);
   is_main = outcome.is_main;
   return outcome.summary;
 }

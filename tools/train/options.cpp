@@ -1,13 +1,16 @@
 // Command line of ringgrad-train. Every value is read as text and converted here, so each
-// problem is reported in our words, naming the flag and the accepted values: CLI11 2.1's
-// own conversion and validation messages are cryptic and its exit codes are not ours.
+// problem is reported in our words, naming the flag and what it accepts: CLI11 2.1's own
+// conversion and validation messages are cryptic and its exit codes are not ours. A number
+// must be finite, and a flag that the chosen mode would ignore is refused, not dropped.
 #include "tools/train/options.h"
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <ostream>
 #include <sstream>
@@ -24,81 +27,121 @@ struct FlagError {
   std::string flag, problem;
 };
 
-std::string join(const std::vector<std::string>& names) {
+std::string join(const std::vector<std::string>& names, const std::string& separator = "|") {
   std::string text;
-  for (const auto& name : names) text += (text.empty() ? "" : "|") + name;
+  for (const auto& name : names) text += (text.empty() ? "" : separator) + name;
   return text;
 }
 
-template <class T>
-T parse_number(const std::string& flag, const std::string& text, const char* kind) {
-  T value{};
-  const char* end = text.data() + text.size();
-  auto [ptr, ec] = std::from_chars(text.data(), end, value);
-  if (text.empty() || ec != std::errc() || ptr != end) throw FlagError{flag, "'" + text + "' is not " + kind};
-  return value;
-}
+// The command line as text: each flag's value (given, or its default) and whether it was given.
+class FlagText {
+ public:
+  explicit FlagText(CLI::App& app) : app_(app) {}
 
-int64_t parse_int(const std::string& flag, const std::string& text, int64_t min) {
-  const auto value = parse_number<int64_t>(flag, text, "an integer");
-  if (value < min) throw FlagError{flag, "must be at least " + std::to_string(min) + ", got " + text};
-  return value;
-}
-
-double parse_double(const std::string& flag, const std::string& text) {
-  return parse_number<double>(flag, text, "a number");
-}
-
-void check_member(const std::string& flag, const std::string& value, const std::vector<std::string>& accepted) {
-  if (std::find(accepted.begin(), accepted.end(), value) == accepted.end()) {
-    throw FlagError{flag, "unknown value '" + value + "'; accepted: " + join(accepted)};
+  void add(const char* name, std::string value, const std::string& help, const char* type) {
+    std::string& slot = values_[name];  // map nodes do not move: CLI11 keeps a pointer to slot
+    slot = std::move(value);
+    app_.add_option(name, slot, help)->type_name(type)->default_str(slot.empty() ? "none" : slot);
   }
-}
+  const std::string& text(const std::string& flag) const { return values_.at(flag); }
+  bool given(const std::string& flag) const { return app_.count(flag) > 0; }
 
-// The flags' text, before conversion; defaults come from TrainOptions.
-struct RawFlags {
-  std::string data, model, image_size, epochs, batch_size, lr, momentum, optimizer, warmup_epochs, device, dtype, threads,
-      seed, out, resume, eval_every, max_steps, parallel, workers, backend, allreduce, reducer, global_batch_size,
-      accumulation, lr_scaling, bucket_cap_mb, check_every, straggler, corrupt_grad, trace_steps, max_staleness;
+  template <class T>
+  T parse(const std::string& flag, const char* kind) const {
+    const std::string& s = text(flag);
+    T value{};
+    auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), value);
+    if (s.empty() || ec != std::errc() || end != s.data() + s.size()) throw FlagError{flag, "'" + s + "' is not " + kind};
+    return value;
+  }
+  int64_t integer(const std::string& flag, int64_t min) const {
+    const auto value = parse<int64_t>(flag, "an integer");
+    if (value < min) throw FlagError{flag, "must be at least " + std::to_string(min) + ", got " + text(flag)};
+    return value;
+  }
+  // A finite number that `ok` accepts (inf and nan never are); `rule` says which, e.g. "> 0".
+  double number(const std::string& flag, bool (*ok)(double), const char* rule) const {
+    const auto value = parse<double>(flag, "a number");
+    if (!std::isfinite(value) || !ok(value))
+      throw FlagError{flag, std::string("must be a finite number ") + rule + ", got " + text(flag)};
+    return value;
+  }
+  std::string member(const std::string& flag, const std::vector<std::string>& accepted) const {
+    const std::string& value = text(flag);
+    if (std::find(accepted.begin(), accepted.end(), value) == accepted.end())
+      throw FlagError{flag, "unknown value '" + value + "'; accepted: " + join(accepted)};
+    return value;
+  }
+
+ private:
+  CLI::App& app_;
+  std::map<std::string, std::string> values_;
 };
 
-RawFlags raw_defaults(const TrainOptions& d) {
-  auto text = [](auto v) {
-    std::ostringstream s;
-    s << v;
-    return s.str();
-  };
-  return {.data = d.data,
-          .model = d.model,
-          .image_size = text(d.image_size),
-          .epochs = text(d.epochs),
-          .batch_size = text(d.batch_size),
-          .lr = text(d.lr),
-          .momentum = text(d.momentum),
-          .optimizer = d.optimizer,
-          .warmup_epochs = text(d.warmup_epochs),
-          .device = d.device,
-          .dtype = d.dtype,
-          .threads = "auto",
-          .seed = text(d.seed),
-          .out = d.out,
-          .resume = d.resume,
-          .eval_every = "epoch",
-          .max_steps = "none",
-          .parallel = d.parallel,
-          .workers = "auto",
-          .backend = "auto",
-          .allreduce = d.allreduce,
-          .reducer = d.reducer,
-          .global_batch_size = "none",
-          .accumulation = text(d.accumulation),
-          .lr_scaling = d.lr_scaling,
-          .bucket_cap_mb = text(d.bucket_cap_mb),
-          .check_every = "never",
-          .straggler = {},
-          .corrupt_grad = {},
-          .trace_steps = text(d.trace_steps),
-          .max_staleness = "none"};
+template <class T>
+std::string text_of(T v) {
+  std::ostringstream s;
+  s << v;
+  return s.str();
+}
+
+void add_flags(FlagText& f, const TrainOptions& d) {
+  f.add("--data", d.data, "dataset: " + join(data::dataset_names()), "NAME");
+  f.add("--model", d.model, "model, sized from the data: " + join(models::model_names()), "NAME");
+  f.add("--image-size", text_of(d.image_size), "folder data: images are resized to SIZE x SIZE RGB", "SIZE");
+  f.add("--epochs", text_of(d.epochs), "passes over the training set", "N");
+  f.add("--batch-size", text_of(d.batch_size), "samples per step (per worker with ddp)", "N");
+  f.add("--lr", text_of(d.lr), "learning rate (> 0)", "LR");
+  f.add("--momentum", text_of(d.momentum), "SGD momentum in [0, 1)", "M");
+  f.add("--optimizer", d.optimizer, "sgd|adam", "NAME");
+  f.add("--warmup-epochs", text_of(d.warmup_epochs), "linear learning-rate warm-up, in epochs (fractions allowed)", "E");
+  f.add("--device", d.device, "cpu|cuda (cuda:N picks a GPU)", "DEV");
+  f.add("--dtype", d.dtype, "float32|float64: the model's parameters and arithmetic", "TYPE");
+  f.add("--threads", "auto", "CPU threads (auto: cores / processes on this node)", "N");
+  f.add("--seed", text_of(d.seed), "seed of the model init, shuffling and synthetic data", "S");
+  f.add("--out", d.out, "folder for metrics.jsonl, config.json, checkpoint, loss.svg, accuracy.svg", "DIR");
+  f.add("--resume", d.resume, "continue exactly where this checkpoint left off", "CKPT");
+  f.add("--eval-every", "epoch", "evaluate on the test set every N steps (default: end of each epoch)", "N");
+  f.add("--max-steps", "none", "stop after N steps in all (final evaluation and summary still run)", "N");
+  f.add("--parallel", d.parallel,
+        "none|dp (DataParallel)|ddp (DistributedDataParallel)|async-ps (parameter server)|hogwild (threads)", "MODE");
+  f.add("--workers", "auto", "ranks or dp devices (auto: the mpirun world size, else 2)", "N");
+  f.add("--backend", "auto", "local (threads of one process) | mpi (auto: mpi under mpirun)", "NAME");
+  f.add("--allreduce", d.allreduce, "ddp: library|ring|pipelined_ring|relay|star (naive_ring: relay)", "ALGO");
+  f.add("--reducer", d.reducer, "ddp: per_parameter|flat (after backward)|bucketed (overlapped)", "NAME");
+  f.add("--global-batch-size", "none", "samples per step over all workers (instead of --batch-size)", "N");
+  f.add("--accumulation", text_of(d.accumulation), "micro-batches per step, accumulated without communication", "K");
+  f.add("--lr-scaling", d.lr_scaling, "none | linear: lr x global batch / micro-batch", "RULE");
+  f.add("--bucket-cap-mb", text_of(d.bucket_cap_mb), "ddp: gradient bucket size", "MB");
+  f.add("--check-every", "never", "ddp: check the replicas are identical every N steps", "N");
+  f.add("--straggler", "", "slow a rank down: RANK:MS[:PROB] sleeps MS ms before a step (with PROB)", "SPEC");
+  f.add("--corrupt-grad", "", "a worker's gradient goes wrong in its step STEP (from 1): RANK:STEP[:corrupt|drop]",
+        "SPEC");
+  f.add("--max-staleness", "none", "async-ps: a worker may be at most S gradients ahead (SSP; 0: synchronous)", "S");
+  f.add("--trace-steps", text_of(d.trace_steps), "steps traced after the first into OUT/trace.json, OUT/timeline.svg",
+        "N");
+}
+
+// The modes that use a flag, where not all do: given with another mode, it is refused
+// rather than silently ignored.
+const std::map<std::string, std::vector<std::string>>& modes_of_flag() {
+  static const std::vector<std::string> several = {"dp", "ddp", "async-ps", "hogwild"};
+  static const std::map<std::string, std::vector<std::string>> modes = {
+      {"--workers", several},         {"--straggler", several},   {"--corrupt-grad", several},
+      {"--allreduce", {"ddp"}},       {"--reducer", {"ddp"}},     {"--bucket-cap-mb", {"ddp"}},
+      {"--check-every", {"ddp"}},     {"--max-staleness", {"async-ps"}}};
+  return modes;
+}
+
+void check_flags_apply(const FlagText& f, const std::string& mode) {
+  for (const auto& [flag, modes] : modes_of_flag())
+    if (f.given(flag) && std::find(modes.begin(), modes.end(), mode) == modes.end())
+      throw FlagError{flag, "needs --parallel " + join(modes, " or ") + " (this run is --parallel " + mode + ")"};
+  if (f.given("--batch-size") && f.given("--global-batch-size"))
+    throw FlagError{"--global-batch-size", "give either --batch-size or --global-batch-size, not both"};
+  const bool asynchronous = mode == "async-ps" || mode == "hogwild";
+  if (asynchronous && !f.text("--resume").empty()) throw FlagError{"--resume", "is not available with " + mode};
+  if (asynchronous && f.given("--warmup-epochs")) throw FlagError{"--warmup-epochs", "is not available with " + mode};
 }
 
 // Under mpirun every process sees its world size here, before MPI is initialised.
@@ -107,180 +150,120 @@ std::optional<int> mpirun_world_size() {
   return size ? std::optional<int>(std::atoi(size)) : std::nullopt;
 }
 
-void add_flags(CLI::App& app, RawFlags& f) {
-  auto add = [&](const char* name, std::string& value, const std::string& help, const char* type) {
-    app.add_option(name, value, help)->type_name(type)->default_str(value.empty() ? "none" : value);
-  };
-  add("--data", f.data, "dataset: " + join(data::dataset_names()), "NAME");
-  add("--model", f.model, "model, sized from the data: " + join(models::model_names()), "NAME");
-  add("--image-size", f.image_size, "folder data: images are resized to SIZE x SIZE RGB", "SIZE");
-  add("--epochs", f.epochs, "passes over the training set", "N");
-  add("--batch-size", f.batch_size, "samples per step", "N");
-  add("--lr", f.lr, "learning rate (> 0)", "LR");
-  add("--momentum", f.momentum, "SGD momentum in [0, 1)", "M");
-  add("--optimizer", f.optimizer, "sgd|adam", "NAME");
-  add("--warmup-epochs", f.warmup_epochs, "linear learning-rate warm-up, in epochs (fractions allowed)", "E");
-  add("--device", f.device, "cpu|cuda (cuda:N picks a GPU)", "DEV");
-  add("--dtype", f.dtype, "float32|float64: the model's parameters and arithmetic", "TYPE");
-  add("--threads", f.threads, "CPU threads (auto: cores / processes on this node)", "N");
-  add("--seed", f.seed, "seed of the model init, shuffling and synthetic data", "S");
-  add("--out", f.out, "folder for metrics.jsonl, config.json, checkpoint, loss.svg, accuracy.svg", "DIR");
-  add("--resume", f.resume, "continue exactly where this checkpoint left off", "CKPT");
-  add("--eval-every", f.eval_every, "evaluate on the test set every N steps (default: end of each epoch)", "N");
-  add("--max-steps", f.max_steps, "stop after N steps in all (final evaluation and summary still run)", "N");
-  add("--parallel", f.parallel,
-      "none|dp (DataParallel)|ddp (DistributedDataParallel)|async-ps (parameter server)|hogwild (threads)", "MODE");
-  add("--workers", f.workers, "ranks or dp devices (auto: the mpirun world size, else 2)", "N");
-  add("--backend", f.backend, "local (threads of one process) | mpi (auto: mpi under mpirun)", "NAME");
-  add("--allreduce", f.allreduce, "library|ring|pipelined_ring|relay|star (naive_ring: relay)", "ALGO");
-  add("--reducer", f.reducer, "DDP's gradient averaging: per_parameter|flat (after backward)|bucketed (overlapped)",
-      "NAME");
-  add("--global-batch-size", f.global_batch_size, "samples per step over all workers (instead of --batch-size)", "N");
-  add("--accumulation", f.accumulation, "micro-batches per step, accumulated without communication", "K");
-  add("--lr-scaling", f.lr_scaling, "none | linear: lr x global batch / micro-batch", "RULE");
-  add("--bucket-cap-mb", f.bucket_cap_mb, "DDP gradient bucket size", "MB");
-  add("--check-every", f.check_every, "DDP: check the replicas are identical every N steps", "N");
-  add("--straggler", f.straggler, "slow a rank down: RANK:MS[:PROB] sleeps MS ms before a step (with PROB)", "SPEC");
-  add("--corrupt-grad", f.corrupt_grad, "a worker's gradient goes wrong in its step STEP (from 1): RANK:STEP[:corrupt|drop]", "SPEC");
-  add("--max-staleness", f.max_staleness, "async-ps: a worker may be at most S gradients ahead (SSP; 0: synchronous)",
-      "S");
-  add("--trace-steps", f.trace_steps, "steps traced after the first into OUT/trace.json, OUT/timeline.svg", "N");
+int workers_or(const FlagText& f, int automatic) {
+  return f.text("--workers") == "auto" ? automatic : static_cast<int>(f.integer("--workers", 1));
 }
 
-void check_device(const std::string& device) {
-  if (device != "cpu" && device != "cuda" && !device.starts_with("cuda:")) {
-    throw FlagError{"--device", "unknown value '" + device + "'; accepted: cpu|cuda|cuda:N"};
-  }
-}
-
-void convert_world(const RawFlags& f, TrainOptions& o) {
+void convert_world(const FlagText& f, TrainOptions& o) {
   const std::optional<int> mpi_size = mpirun_world_size();
-  o.backend = f.backend == "auto" ? (mpi_size ? "mpi" : "local") : f.backend;
-  check_member("--backend", o.backend, {"local", "mpi"});
+  o.backend = f.text("--backend") == "auto" ? (mpi_size ? "mpi" : "local") : f.member("--backend", {"local", "mpi"});
   if (o.backend == "mpi" && !mpi_size) throw FlagError{"--backend", "mpi needs the program to run under mpirun"};
   if (o.parallel == "none") {
-    if (f.workers != "auto" && f.workers != "1") throw FlagError{"--workers", "needs --parallel ddp"};
     o.workers = 1;
-  } else if (o.parallel == "dp") {  // one process, one thread per device
-    if (f.backend == "mpi") throw FlagError{"--backend", "dp runs in one process; use ddp under mpirun"};
+  } else if (o.parallel == "dp" || o.parallel == "hogwild") {  // one process
+    if (f.text("--backend") == "mpi")
+      throw FlagError{"--backend", o.parallel + " runs in one process; use --parallel ddp under mpirun"};
     o.backend = "local";
-    o.workers = f.workers == "auto" ? 2 : static_cast<int>(parse_int("--workers", f.workers, 1));
+    o.workers = workers_or(f, 2);
   } else if (o.backend == "mpi") {
-    // async-ps: rank 0 is the server, every other process a worker.
-    const int server = o.parallel == "async-ps" ? 1 : 0;
-    if (o.parallel == "hogwild") throw FlagError{"--backend", "hogwild runs threads of one process; use local"};
+    const int server = o.parallel == "async-ps" ? 1 : 0;  // async-ps: rank 0 serves, the others work
     if (*mpi_size <= server) throw FlagError{"--parallel", "async-ps needs at least 2 processes (a server and a worker)"};
-    o.workers = f.workers == "auto" ? *mpi_size - server : static_cast<int>(parse_int("--workers", f.workers, 1));
-    if (o.workers + server != *mpi_size) {
-      throw FlagError{"--workers", "is " + f.workers + " but mpirun started " + std::to_string(*mpi_size) +
+    o.workers = workers_or(f, *mpi_size - server);
+    if (o.workers + server != *mpi_size)
+      throw FlagError{"--workers", "is " + f.text("--workers") + " but mpirun started " + std::to_string(*mpi_size) +
                                        " processes; with --backend mpi each process is one worker" +
                                        (server ? " (and rank 0 the server)" : "")};
-    }
   } else {
-    o.workers = f.workers == "auto" ? 2 : static_cast<int>(parse_int("--workers", f.workers, 1));
+    o.workers = workers_or(f, 2);
   }
 }
 
 // --batch-size or --global-batch-size, split over workers and micro-batches exactly.
-void convert_batch(const RawFlags& f, TrainOptions& o) {
-  o.accumulation = parse_int("--accumulation", f.accumulation, 1);
-  if (f.global_batch_size != "none") {
-    o.global_batch_size = parse_int("--global-batch-size", f.global_batch_size, 1);
+void convert_batch(const FlagText& f, TrainOptions& o) {
+  o.batch_size = f.integer("--batch-size", 1);
+  o.accumulation = f.integer("--accumulation", 1);
+  if (f.given("--global-batch-size")) {
+    o.global_batch_size = f.integer("--global-batch-size", 1);
     const int64_t workers = o.parallel == "none" || o.parallel == "dp" ? 1 : o.workers;
-    if (o.global_batch_size % workers != 0) {
-      throw FlagError{"--global-batch-size", f.global_batch_size + " does not split evenly over " +
+    if (o.global_batch_size % workers != 0)
+      throw FlagError{"--global-batch-size", f.text("--global-batch-size") + " does not split evenly over " +
                                                  std::to_string(workers) + " workers"};
-    }
     o.batch_size = o.global_batch_size / workers;
   }
-  if (o.batch_size % o.accumulation != 0) {
+  if (o.batch_size % o.accumulation != 0)
     throw FlagError{"--accumulation", "the per-worker batch " + std::to_string(o.batch_size) +
-                                          " does not split into " + f.accumulation + " equal micro-batches"};
-  }
+                                          " does not split into " + f.text("--accumulation") + " equal micro-batches"};
 }
 
 // --straggler and --corrupt-grad: the library parses the specs.
-void convert_injection(const RawFlags& f, TrainOptions& o) {
-  auto parse = [&](const char* flag, auto parser, const std::string& spec) {
+void convert_injection(const FlagText& f, TrainOptions& o) {
+  auto parse = [&](const char* flag, auto parser) {
     try {
-      return parser(spec, o.workers);
+      return parser(f.text(flag), o.workers);
     } catch (const Error& e) {
       throw FlagError{flag, e.message()};
     }
   };
-  if (!f.straggler.empty()) o.straggler = parse("--straggler", parallel::parse_straggler, f.straggler);
-  if (!f.corrupt_grad.empty()) {
-    if (o.parallel == "none") {
-      throw FlagError{"--corrupt-grad", "needs several workers: --parallel dp, ddp, async-ps or hogwild"};
-    }
-    o.corrupt_grad = parse("--corrupt-grad", parallel::parse_gradient_fault, f.corrupt_grad);
-  }
+  if (f.given("--straggler")) o.straggler = parse("--straggler", parallel::parse_straggler);
+  if (f.given("--corrupt-grad")) o.corrupt_grad = parse("--corrupt-grad", parallel::parse_gradient_fault);
 }
 
-void convert_parallel(const RawFlags& f, TrainOptions& o) {
-  o.parallel = f.parallel;
-  check_member("--parallel", o.parallel, {"none", "dp", "ddp", "async-ps", "hogwild"});
+void convert_parallel(const FlagText& f, TrainOptions& o) {
+  o.parallel = f.member("--parallel", {"none", "dp", "ddp", "async-ps", "hogwild"});
+  check_flags_apply(f, o.parallel);
   convert_world(f, o);
-  o.allreduce = f.allreduce;
-  check_member("--allreduce", o.allreduce, {"library", "ring", "pipelined_ring", "relay", "star", "naive_ring"});
-  o.reducer = f.reducer;
-  check_member("--reducer", o.reducer, {"per_parameter", "flat", "bucketed"});
+  o.allreduce = f.member("--allreduce", {"library", "ring", "pipelined_ring", "relay", "star", "naive_ring"});
+  o.reducer = f.member("--reducer", {"per_parameter", "flat", "bucketed"});
   convert_batch(f, o);
-  o.lr_scaling = f.lr_scaling;
-  check_member("--lr-scaling", o.lr_scaling, {"none", "linear"});
-  o.bucket_cap_mb = parse_double("--bucket-cap-mb", f.bucket_cap_mb);
-  if (!(o.bucket_cap_mb > 0)) throw FlagError{"--bucket-cap-mb", "must be > 0, got " + f.bucket_cap_mb};
-  o.check_every = f.check_every == "never" ? 0 : parse_int("--check-every", f.check_every, 1);
-  o.trace_steps = parse_int("--trace-steps", f.trace_steps, 0);
-  if (f.max_staleness != "none") {
-    if (o.parallel != "async-ps") throw FlagError{"--max-staleness", "needs --parallel async-ps"};
-    o.max_staleness = parse_int("--max-staleness", f.max_staleness, 0);
-  }
-  const bool asynchronous = o.parallel == "async-ps" || o.parallel == "hogwild";
-  if (asynchronous && !o.resume.empty()) throw FlagError{"--resume", "is not available with " + o.parallel};
-  if (asynchronous && o.warmup_epochs > 0) throw FlagError{"--warmup-epochs", "is not available with " + o.parallel};
+  o.lr_scaling = f.member("--lr-scaling", {"none", "linear"});
+  o.bucket_cap_mb = f.number("--bucket-cap-mb", [](double v) { return v > 0; }, "> 0");
+  o.check_every = f.text("--check-every") == "never" ? 0 : f.integer("--check-every", 1);
+  o.trace_steps = f.integer("--trace-steps", 0);
+  if (f.given("--max-staleness")) o.max_staleness = f.integer("--max-staleness", 0);
   convert_injection(f, o);
 }
 
-TrainOptions convert(const RawFlags& f) {
+std::string data_flag(const FlagText& f) {
+  const std::string& data = f.text("--data");
+  if (!data::is_dataset_name(data))
+    throw FlagError{"--data", "unknown value '" + data + "'; accepted: " + join(data::dataset_names())};
+  const std::string path = data::folder_path(data);
+  if (data.starts_with("folder:") && (path.empty() || !std::filesystem::is_directory(path)))
+    throw FlagError{"--data", "folder '" + path + "' does not exist; expected folder:PATH with PATH/train and PATH/test"};
+  return data;
+}
+
+// cpu, cuda or cuda:N with N a device index.
+std::string device_flag(const FlagText& f) {
+  const std::string& device = f.text("--device");
+  const std::string index = device.starts_with("cuda:") ? device.substr(5) : "";
+  const bool numbered = !index.empty() && index.size() < 4 && std::all_of(index.begin(), index.end(), ::isdigit);
+  if (device != "cpu" && device != "cuda" && !numbered)
+    throw FlagError{"--device", "unknown value '" + device + "'; accepted: cpu|cuda|cuda:N (N = 0, 1, ...)"};
+  return device;
+}
+
+TrainOptions convert(const FlagText& f) {
   TrainOptions o;
-  o.data = f.data;
-  if (!data::is_dataset_name(o.data)) {
-    throw FlagError{"--data", "unknown value '" + o.data + "'; accepted: " + join(data::dataset_names())};
-  }
-  if (o.data.starts_with("folder:")) {
-    if (const std::string path = data::folder_path(o.data); path.empty() || !std::filesystem::is_directory(path)) {
-      throw FlagError{"--data", "folder '" + path + "' does not exist; expected folder:PATH with PATH/train and " +
-                                    "PATH/test"};
-    }
-  }
-  o.model = f.model;
-  check_member("--model", o.model, models::model_names());
-  o.image_size = parse_int("--image-size", f.image_size, 4);
-  o.epochs = parse_int("--epochs", f.epochs, 1);
-  o.batch_size = parse_int("--batch-size", f.batch_size, 1);
-  o.lr = parse_double("--lr", f.lr);
-  if (!(o.lr > 0)) throw FlagError{"--lr", "must be > 0, got " + f.lr};
-  o.momentum = parse_double("--momentum", f.momentum);
-  if (!(o.momentum >= 0 && o.momentum < 1)) throw FlagError{"--momentum", "must be in [0, 1), got " + f.momentum};
-  o.optimizer = f.optimizer;
-  check_member("--optimizer", o.optimizer, {"sgd", "adam"});
-  o.warmup_epochs = parse_double("--warmup-epochs", f.warmup_epochs);
-  if (!(o.warmup_epochs >= 0)) throw FlagError{"--warmup-epochs", "must be >= 0, got " + f.warmup_epochs};
-  o.device = f.device;
-  check_device(o.device);
-  o.dtype = f.dtype;
-  check_member("--dtype", o.dtype, {"float32", "float64"});
-  o.threads = f.threads == "auto" ? 0 : static_cast<int>(parse_int("--threads", f.threads, 1));
-  o.seed = parse_number<uint64_t>("--seed", f.seed, "a non-negative integer");
-  o.out = f.out;
+  o.data = data_flag(f);
+  o.model = f.member("--model", models::model_names());
+  o.image_size = f.integer("--image-size", 4);
+  o.epochs = f.integer("--epochs", 1);
+  o.lr = f.number("--lr", [](double v) { return v > 0; }, "> 0");
+  o.momentum = f.number("--momentum", [](double v) { return v >= 0 && v < 1; }, "in [0, 1)");
+  o.optimizer = f.member("--optimizer", {"sgd", "adam"});
+  o.warmup_epochs = f.number("--warmup-epochs", [](double v) { return v >= 0; }, ">= 0");
+  o.device = device_flag(f);
+  o.dtype = f.member("--dtype", {"float32", "float64"});
+  o.threads = f.text("--threads") == "auto" ? 0 : static_cast<int>(f.integer("--threads", 1));
+  o.seed = f.parse<uint64_t>("--seed", "a non-negative integer");
+  o.out = f.text("--out");
   if (o.out.empty()) throw FlagError{"--out", "must name a folder"};
-  o.resume = f.resume;
-  if (!o.resume.empty() && !std::filesystem::is_regular_file(o.resume)) {
+  o.resume = f.text("--resume");
+  if (!o.resume.empty() && !std::filesystem::is_regular_file(o.resume))
     throw FlagError{"--resume", "checkpoint '" + o.resume + "' does not exist"};
-  }
-  o.eval_every = f.eval_every == "epoch" ? 0 : parse_int("--eval-every", f.eval_every, 1);
-  o.max_steps = f.max_steps == "none" ? 0 : parse_int("--max-steps", f.max_steps, 1);
+  o.eval_every = f.text("--eval-every") == "epoch" ? 0 : f.integer("--eval-every", 1);
+  o.max_steps = f.text("--max-steps") == "none" ? 0 : f.integer("--max-steps", 1);
   convert_parallel(f, o);
   return o;
 }
@@ -332,9 +315,8 @@ CliOutcome parse_cli(int argc, const char* const* argv, std::ostream& out, std::
       "  ringgrad-train --parallel ddp --workers 2 --batch-size 64       (two ranks on threads)\n"
       "  mpirun -n 4 ringgrad-train --parallel ddp --allreduce ring       (four processes)\n"
       "Data is searched in $RINGGRAD_DATA, ~/.cache/ringgrad/data and /usr/share/datasets.");
-  const TrainOptions defaults;
-  RawFlags flags = raw_defaults(defaults);
-  add_flags(app, flags);
+  FlagText flags(app);
+  add_flags(flags, TrainOptions{});
   try {
     app.parse(argc, argv);
     return {convert(flags), 0};

@@ -1,4 +1,4 @@
-// DDPTrainer and the launcher of the data-parallel modes (see parallel_run.h).
+// The parallel modes' trainers and the launcher (see parallel_run.h).
 #include "tools/train/parallel_run.h"
 
 #include <chrono>
@@ -7,7 +7,6 @@
 
 #include "data/sampler.h"
 #include "nn/checkpoint.h"
-#include "parallel/gather_trace.h"
 
 namespace rg::train {
 
@@ -16,24 +15,32 @@ using parallel::ProcessGroup;
 
 namespace {
 
-
-// This worker's share of each epoch: positions rank, rank + workers, ... of the shuffled order.
-std::unique_ptr<data::Sampler> worker_shard(int64_t dataset_size, const Role& role, uint64_t seed) {
-  return std::make_unique<data::DistributedSampler>(
-      dataset_size, data::DistributedSamplerOptions{.num_replicas = role.world_size, .rank = role.rank,
-                                                    .shuffle = true, .seed = seed});
-}
-
-// An asynchronous worker's fault (--corrupt-grad), when it falls on `step`.
-void damage_at(const std::optional<parallel::GradientFaultPlan>& fault, int64_t step, nn::Module& model) {
-  if (fault && fault->step == step) parallel::damage_gradients(fault->kind, model);
-}
-
 parallel::DDPOptions ddp_options(const TrainOptions& o) {
   return {.reducer = parallel::parse_reducer(o.reducer),
           .bucket_cap_mb = o.bucket_cap_mb,
           .algorithm = parallel::parse_algorithm(o.allreduce),
           .check_every = o.check_every * o.accumulation};  // DDP counts forwards: one per micro-batch
+}
+
+// The ranks' values summed element by element (in float64, so counts stay exact).
+std::vector<double> sum_over_ranks(ProcessGroup& pg, std::vector<double> values) {
+  Tensor sums = Tensor::from_vector(values, {static_cast<int64_t>(values.size())});
+  pg.all_reduce(sums);
+  return sums.to_vector<double>();
+}
+
+std::vector<Device> data_parallel_devices(const TrainOptions& options) {
+  const bool cuda = Device::parse(options.device).is_cuda();
+  std::vector<Device> devices;
+  for (int i = 0; i < options.workers; ++i) devices.push_back(cuda ? Device::cuda(i) : Device::cpu(i));
+  return devices;
+}
+
+// For dp the straggler is a device, whose replica sleeps inside DataParallel's forward
+// while the others wait at the gather: the Trainer must not delay the whole step too.
+TrainOptions without_straggler(TrainOptions options) {
+  options.straggler.reset();
+  return options;
 }
 
 }  // namespace
@@ -47,38 +54,27 @@ DDPTrainer::DDPTrainer(TrainOptions options, std::shared_ptr<nn::Module> model, 
   ddp_->register_comm_hook(injector_.wrap(ddp_->comm_hook()));
 }
 
-std::shared_ptr<void> DDPTrainer::defer_sync() {
-  return std::make_shared<DistributedDataParallel::NoSync>(*ddp_);
-}
+std::shared_ptr<void> DDPTrainer::defer_sync() { return std::make_shared<DistributedDataParallel::NoSync>(*ddp_); }
 
 // The metrics of a step are the global batch's: the ranks' sums, all-reduced.
 StepResult DDPTrainer::step(const data::Batch& batch) {
   if (fault_ && fault_->step == current_step() + 1) injector_.arm(fault_->kind);
   const StepResult mine = Trainer::step(batch);
-  Tensor sums = Tensor::from_vector(std::vector<double>{mine.loss * static_cast<double>(mine.samples),
-                                                        static_cast<double>(mine.correct),
-                                                        static_cast<double>(mine.samples)}, {3});
   // Bookkeeping, not training: kept out of the trace, whose overlap figure is about gradients.
   pg_->set_observer(nullptr);
-  pg_->all_reduce(sums);
+  const auto all = sum_over_ranks(*pg_, {mine.loss * static_cast<double>(mine.samples),
+                                         static_cast<double>(mine.correct), static_cast<double>(mine.samples)});
   pg_->set_observer(trace_observer());
-  const std::vector<double> all = sums.to_vector<double>();
   return {all[0] / all[2], static_cast<int64_t>(all[1]), static_cast<int64_t>(all[2])};
-}
-
-std::unique_ptr<data::Sampler> DDPTrainer::make_sampler(int64_t dataset_size) {
-  return worker_shard(dataset_size, role(), options().seed);
 }
 
 std::unique_ptr<data::Sampler> DDPTrainer::make_test_sampler(int64_t dataset_size) {
   return std::make_unique<data::ShardSampler>(dataset_size, role().rank, role().world_size);
 }
 
-EvalSums DDPTrainer::combine(const EvalSums& mine) {
-  Tensor sums = Tensor::from_vector(std::vector<double>{mine.loss_sum, static_cast<double>(mine.correct),
-                                                        static_cast<double>(mine.samples)}, {3});
-  pg_->all_reduce(sums);
-  const std::vector<double> all = sums.to_vector<double>();
+models::Evaluation DDPTrainer::combine(const models::Evaluation& mine) {
+  const auto all = sum_over_ranks(*pg_, {mine.loss_sum, static_cast<double>(mine.correct),
+                                         static_cast<double>(mine.samples)});
   return {all[0], static_cast<int64_t>(all[1]), static_cast<int64_t>(all[2])};
 }
 
@@ -87,56 +83,6 @@ void DDPTrainer::trace_communication(parallel::Observer* observer) {
   ddp_->set_observer(observer);
 }
 
-std::vector<report::TraceEvent> DDPTrainer::gather_trace() { return parallel::gather_trace(*pg_, trace_events()); }
-
-AsyncPSWorkerTrainer::AsyncPSWorkerTrainer(TrainOptions options, std::shared_ptr<nn::Module> model,
-                                           const DataSplits& data, std::shared_ptr<ProcessGroup> pg)
-    : Trainer(options, model, data, {pg->rank() - 1, pg->size() - 1}),
-      pg_(pg),
-      worker_(model, pg),
-      fault_(parallel::plan_for(options.corrupt_grad, pg->rank() - 1)) {}
-
-void AsyncPSWorkerTrainer::apply_update() {
-  damage_at(fault_, current_step() + 1, model());
-  worker_.push();
-}
-
-std::unique_ptr<data::Sampler> AsyncPSWorkerTrainer::make_sampler(int64_t dataset_size) {
-  return worker_shard(dataset_size, role(), options().seed);
-}
-
-HogwildTrainer::HogwildTrainer(TrainOptions options, std::shared_ptr<nn::Module> replica, const DataSplits& data,
-                               Role role)
-    : Trainer(options, replica, data, role), fault_(parallel::plan_for(options.corrupt_grad, role.rank)) {}
-
-void HogwildTrainer::apply_update() {
-  damage_at(fault_, current_step() + 1, model());
-  Trainer::apply_update();
-}
-
-std::unique_ptr<data::Sampler> HogwildTrainer::make_sampler(int64_t dataset_size) {
-  return worker_shard(dataset_size, role(), options().seed);
-}
-
-namespace {
-
-std::vector<Device> data_parallel_devices(const TrainOptions& options) {
-  const bool cuda = Device::parse(options.device).is_cuda();
-  std::vector<Device> devices;
-  for (int i = 0; i < options.workers; ++i) devices.push_back(cuda ? Device::cuda(i) : Device::cpu(i));
-  return devices;
-}
-
-TrainOptions without_straggler(TrainOptions options) {
-  options.straggler.reset();
-  return options;
-}
-
-}  // namespace
-
-// --straggler and --corrupt-grad name a device. The straggler's replica sleeps inside
-// every forward while the others wait at the gather, so the Trainer (one process, rank 0)
-// must not delay the whole step.
 DPTrainer::DPTrainer(TrainOptions options, std::shared_ptr<nn::Module> model, const DataSplits& data)
     : Trainer(without_straggler(options), model, data),
       dp_(std::make_unique<parallel::DataParallel>(model, data_parallel_devices(options))),
@@ -152,13 +98,32 @@ DPTrainer::DPTrainer(TrainOptions options, std::shared_ptr<nn::Module> model, co
 }
 
 StepResult DPTrainer::step(const data::Batch& batch) {
-  if (fault_ && fault_->step == current_step() + 1) {
-    injector_.arm(static_cast<size_t>(fault_->rank), fault_->kind);  // RANK is a device
-  }
+  if (fault_ && fault_->step == current_step() + 1) injector_.arm(static_cast<size_t>(fault_->rank), fault_->kind);
   return Trainer::step(batch);
 }
 
-std::string DPTrainer::traffic_report() const { return parallel::per_step_summary(dp_->stats()); }
+AsyncTrainer::AsyncTrainer(TrainOptions options, std::shared_ptr<nn::Module> model, const DataSplits& data, Role role,
+                           std::shared_ptr<ProcessGroup> pg)
+    : Trainer(options, model, data, role),
+      pg_(std::move(pg)),
+      worker_(pg_ ? std::make_unique<parallel::AsyncWorker>(model, pg_) : nullptr),
+      fault_(parallel::plan_for(options.corrupt_grad, role.rank)) {}
+
+void AsyncTrainer::apply_update() {
+  if (fault_ && fault_->step == current_step() + 1) parallel::damage_gradients(fault_->kind, model());
+  if (worker_)
+    worker_->push();
+  else
+    Trainer::apply_update();
+}
+
+void AsyncTrainer::finish() {
+  if (worker_) worker_->finish();
+}
+
+void AsyncTrainer::trace_communication(parallel::Observer* observer) {
+  if (pg_) pg_->set_observer(observer);
+}
 
 namespace {
 
@@ -175,7 +140,7 @@ RunSummary serve(const TrainOptions& options, const DataSplits& data, const std:
   summary.samples_per_s = static_cast<double>(stats.gradients * options.worker_batch()) / summary.train_time_s;
   summary.steps = stats.updates;
   summary.epochs = options.epochs;
-  summary.test = evaluate_model(*model, *data.test, Device::parse(options.device));
+  summary.test = evaluate_on(*model, *data.test, Device::parse(options.device));
   nn::save_checkpoint((std::filesystem::path(options.out) / "checkpoint.safetensors").string(), *model,
                       optimizer.get(), {.step = summary.steps, .epoch = options.epochs});
   std::cout << stats.summary() << std::endl;
@@ -184,7 +149,7 @@ RunSummary serve(const TrainOptions& options, const DataSplits& data, const std:
 
 RunSummary work_for_server(const TrainOptions& options, const DataSplits& data,
                            const std::shared_ptr<nn::Module>& model, const std::shared_ptr<ProcessGroup>& pg) {
-  AsyncPSWorkerTrainer trainer(options, model, data, pg);
+  AsyncTrainer trainer(options, model, data, {pg->rank() - 1, pg->size() - 1}, pg);
   RunSummary summary = trainer.run();
   trainer.finish();
   return summary;
@@ -198,19 +163,19 @@ RunSummary run_hogwild_threads(const TrainOptions& options, const DataSplits& da
   parallel::run_hogwild(model, options.workers, [&](nn::Module& replica, int thread) {
     // The Trainer wants shared ownership; run_hogwild owns the replica for this call.
     std::shared_ptr<nn::Module> borrowed(&replica, [](nn::Module*) {});
-    HogwildTrainer trainer(options, borrowed, data, {thread, options.workers});
+    AsyncTrainer trainer(options, borrowed, data, {thread, options.workers}, nullptr);
     RunSummary mine = trainer.run();
     if (thread == 0) summary = mine;
   });
-  summary.test = evaluate_model(*model, *data.test, Device::parse(options.device));
+  summary.test = evaluate_on(*model, *data.test, Device::parse(options.device));
   return summary;
 }
 
 ParallelOutcome run_on_local_world(const TrainOptions& options, const DataSplits& data,
                                    const std::shared_ptr<nn::Module>& model) {
   if (options.parallel == "hogwild") return {run_hogwild_threads(options, data, model), true};
+  ParallelOutcome outcome;
   if (options.parallel == "async-ps") {
-    ParallelOutcome outcome;
     parallel::run_local_world(options.workers + 1, [&](std::shared_ptr<ProcessGroup> pg) {
       if (pg->rank() == 0) {
         outcome.summary = serve(options, data, model, pg);
@@ -220,7 +185,6 @@ ParallelOutcome run_on_local_world(const TrainOptions& options, const DataSplits
     });
     return outcome;
   }
-  ParallelOutcome outcome;
   const auto trace_epoch = report::TraceRecorder::Clock::now();  // one clock for all rank-threads
   parallel::run_local_world(
       options.workers,
@@ -232,6 +196,12 @@ ParallelOutcome run_on_local_world(const TrainOptions& options, const DataSplits
       },
       {.backend = "local", .algorithm = parallel::parse_algorithm(options.allreduce)});
   return outcome;
+}
+
+// "rank 2: <message>", once: errors from the process group already start so.
+std::string from_rank(int rank, const std::string& message) {
+  const std::string prefix = "rank " + std::to_string(rank) + ": ";
+  return message.starts_with(prefix) ? message : prefix + message;
 }
 
 // A rank that fails must end the whole job (MPI_Abort), or the others wait for it until
@@ -250,18 +220,18 @@ ParallelOutcome run_under_mpi(const TrainOptions& options, const DataSplits& dat
     trainer.set_trace_epoch(report::TraceRecorder::Clock::now());
     return {trainer.run(), pg->rank() == 0};
   } catch (const ResumeError& e) {
-    std::cerr << "error: rank " << pg->rank() << ": --resume: " << e.what() << std::endl;
+    std::cerr << "error: " << from_rank(pg->rank(), "--resume: " + e.message()) << std::endl;
     pg->abort(2);
   } catch (const std::exception& e) {
-    std::cerr << "error: rank " << pg->rank() << ": " << e.what() << std::endl;
+    std::cerr << "error: " << from_rank(pg->rank(), e.what()) << std::endl;
     pg->abort(1);
   }
 }
 
 }  // namespace
 
-ParallelOutcome run_data_parallel(const TrainOptions& options, const DataSplits& data,
-                                  const std::shared_ptr<nn::Module>& model, int argc, char** argv) {
+ParallelOutcome train_on_workers(const TrainOptions& options, const DataSplits& data,
+                                 const std::shared_ptr<nn::Module>& model, int argc, char** argv) {
   if (options.backend == "mpi") return run_under_mpi(options, data, model, argc, argv);
   return run_on_local_world(options, data, model);
 }
