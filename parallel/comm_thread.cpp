@@ -35,8 +35,7 @@ struct CommThread::State {
   std::optional<Clock::time_point> running_since;  // of the op on the thread now
 
   Clock::time_point overdue_at(Clock::time_point started) const {
-    return started + std::chrono::duration_cast<Clock::duration>(
-                         std::chrono::duration<double>(timeout_s + grace_s(timeout_s)));
+    return deadline_after(started, timeout_s + grace_s(timeout_s));
   }
 
   void mark_broken(const std::string& why) {

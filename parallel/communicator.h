@@ -30,6 +30,10 @@ struct CollectiveSignature {
 // "all_reduce (avg, ring) of 10 float32 (#3)", "broadcast of 4 int64 from root 0 (#0)", "barrier (#5)".
 std::string describe(const CollectiveSignature& s);
 
+// `seconds` after `start`, at most about three years: a huge timeout (inf, 1e10) waits long
+// instead of overflowing the clock into the past.
+Clock::time_point deadline_after(Clock::time_point start, double seconds);
+
 // Identifies one op in error messages and carries its deadline.
 struct OpContext {
   int rank = 0;

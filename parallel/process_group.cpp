@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <cctype>
+#include <cmath>
 #include <cstring>
 #include <utility>
 
@@ -20,21 +22,30 @@ namespace rg::parallel {
 namespace {
 constexpr double kDefaultTimeoutS = 300;
 
+// A huge timeout (inf, 1e10) means "wait long", never "time out at once".
 double resolve_timeout(double requested) {
+  RG_CHECK(!(requested < 0) && !std::isnan(requested), "ProcessGroupOptions::timeout_s must be >= 0, got ", requested);
   if (requested > 0) return requested;
   if (const char* env = std::getenv("RINGGRAD_COLLECTIVE_TIMEOUT_S")) {
     char* end = nullptr;
     double value = std::strtod(env, &end);
     RG_CHECK(end != env && *end == '\0' && value > 0, "RINGGRAD_COLLECTIVE_TIMEOUT_S='", env,
-             "' must be a positive number of seconds");
+             "' must be a positive number of seconds (inf: no limit in practice)");
     return value;
   }
   return kDefaultTimeoutS;
 }
 
+// PyTorch's TORCH_DISTRIBUTED_DEBUG values, in any case: OFF, INFO (nothing more here) or
+// DETAIL (check every collective); anything else is a mistake worth stopping for.
 bool resolve_debug(bool requested) {
   const char* env = std::getenv("RINGGRAD_DISTRIBUTED_DEBUG");
-  return requested || (env && std::strcmp(env, "detail") == 0);
+  if (!env) return requested;
+  std::string value(env);
+  std::transform(value.begin(), value.end(), value.begin(), [](unsigned char c) { return std::tolower(c); });
+  RG_CHECK(value == "off" || value == "info" || value == "detail", "RINGGRAD_DISTRIBUTED_DEBUG='", env,
+           "' is not OFF, INFO or DETAIL");
+  return requested || value == "detail";
 }
 
 // Runs fn on a contiguous 1-d view of t, copying back if t had to be made contiguous.
@@ -63,89 +74,6 @@ class RecvAnyItem : public RecvAnyWork {
 };
 }  // namespace
 
-const char* reduce_op_name(ReduceOp op) {
-  switch (op) {
-    case ReduceOp::sum: return "sum";
-    case ReduceOp::avg: return "avg";
-    case ReduceOp::max: return "max";
-    case ReduceOp::min: return "min";
-  }
-  return "?";
-}
-
-const char* algorithm_name(Algorithm algorithm) {
-  switch (algorithm) {
-    case Algorithm::library: return "library";
-    case Algorithm::ring: return "ring";
-    case Algorithm::pipelined_ring: return "pipelined_ring";
-    case Algorithm::relay: return "relay";
-    case Algorithm::star: return "star";
-  }
-  return "?";
-}
-
-const std::vector<Algorithm>& all_algorithms() {
-  static const std::vector<Algorithm> all{Algorithm::library, Algorithm::ring, Algorithm::pipelined_ring,
-                                          Algorithm::relay, Algorithm::star};
-  return all;
-}
-
-Algorithm parse_algorithm(const std::string& name) {
-  if (name == "naive_ring") return Algorithm::relay;  // the name before the ring and the relay were told apart
-  for (Algorithm a : all_algorithms())
-    if (name == algorithm_name(a)) return a;
-  RG_THROW("unknown all-reduce algorithm '", name, "' (library, ring, pipelined_ring, relay, star)");
-}
-
-const char* op_kind_name(OpKind kind) {
-  switch (kind) {
-    case OpKind::all_reduce: return "all_reduce";
-    case OpKind::broadcast: return "broadcast";
-    case OpKind::reduce: return "reduce";
-    case OpKind::all_gather: return "all_gather";
-    case OpKind::reduce_scatter: return "reduce_scatter";
-    case OpKind::barrier: return "barrier";
-  }
-  return "?";
-}
-
-std::string describe(const CollectiveSignature& s) {
-  std::string text = op_kind_name(s.kind);
-  const bool reduces = s.kind == OpKind::all_reduce || s.kind == OpKind::reduce || s.kind == OpKind::reduce_scatter;
-  const auto algorithm = static_cast<Algorithm>(s.algorithm);
-  // all_reduce always names its algorithm; the others only when it is not the library's.
-  const bool named = s.kind == OpKind::all_reduce || algorithm != Algorithm::library;
-  if (reduces && named)
-    text += detail::concat(" (", reduce_op_name(static_cast<ReduceOp>(s.reduce_op)), ", ", algorithm_name(algorithm), ")");
-  else if (reduces)
-    text += detail::concat(" (", reduce_op_name(static_cast<ReduceOp>(s.reduce_op)), ")");
-  else if (named)
-    text += detail::concat(" (", algorithm_name(algorithm), ")");
-  if (s.kind != OpKind::barrier)
-    text += detail::concat(" of ", s.numel, " ", dtype_name(static_cast<DType>(s.dtype)));
-  if (s.kind == OpKind::broadcast || s.kind == OpKind::reduce) text += detail::concat(" from root ", s.root);
-  return text + detail::concat(" (#", s.seq, ")");
-}
-
-void OpContext::timeout(const std::string& what) const {
-  throw Error(detail::concat("rank ", rank, ": ", op, " #", seq, " timed out after ", timeout_s, " s waiting for ",
-                             what, "; the process group is broken"));
-}
-
-void OpContext::fail(const std::string& what) const {
-  throw Error(detail::concat("rank ", rank, ": ", op, " #", seq, ": ", what));
-}
-
-void reduce_into(const Tensor& acc, const Tensor& incoming, ReduceOp op) {
-  BinaryOp binary = op == ReduceOp::max ? BinaryOp::maximum : op == ReduceOp::min ? BinaryOp::minimum : BinaryOp::add;
-  binary_into(binary, acc, incoming, acc);
-}
-
-void divide_by(const Tensor& t, int n) {
-  backend_for(t).binary_scalar(BinaryOp::div, t, static_cast<double>(n), t);
-}
-
-// The group's own observer: sums what every op moved, for stats().
 class TrafficCounter : public Observer {
  public:
   void op_finished(const OpRecord& op) override {
@@ -213,7 +141,7 @@ std::shared_ptr<Work> ProcessGroup::submit(std::optional<CollectiveSignature> si
   return thread_->submit(description, [this, signature, label, seq, body = std::move(body)] {
     const auto start = Clock::now();
     OpContext ctx{rank(), seq, label,
-                  start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_s_)),
+                  deadline_after(start, timeout_s_),
                   timeout_s_, signature ? &*signature : nullptr};
     if (signature && debug_) check_signatures(*signature, ctx);
     CommStats traffic;

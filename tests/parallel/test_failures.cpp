@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include <chrono>
+#include <cstdlib>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -189,6 +190,42 @@ TEST_CASE("parallel.timeout_from_the_environment", "[parallel]") {
   if (const char* env = std::getenv("RINGGRAD_COLLECTIVE_TIMEOUT_S"))
     CHECK(init_process_group({})->timeout_s() == std::stod(env));
   CHECK(init_process_group({.timeout_s = 2.5})->timeout_s() == 2.5);
+}
+
+}  // namespace rg::parallel
+
+namespace rg::parallel {
+
+// A huge timeout means "wait long": the ranks still meet when one is late.
+TEST_CASE("parallel.huge_timeouts_wait_instead_of_expiring", "[parallel]") {
+  for (const char* value : {"inf", "1e10", "1e300"}) {
+    INFO(value);
+    ::setenv("RINGGRAD_COLLECTIVE_TIMEOUT_S", value, 1);
+    CHECK_NOTHROW(run_local_world(2, [](std::shared_ptr<ProcessGroup> pg) {
+      if (pg->rank() == 1) std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      Tensor t = Tensor::ones({8});
+      pg->all_reduce(t, {.algorithm = Algorithm::ring});
+      pg->barrier();
+    }));
+  }
+  ::setenv("RINGGRAD_COLLECTIVE_TIMEOUT_S", "-1", 1);
+  CHECK_THROWS_WITH(init_process_group({.backend = "local"}), Catch::Contains("must be a positive number of seconds"));
+  ::unsetenv("RINGGRAD_COLLECTIVE_TIMEOUT_S");
+}
+
+// PyTorch's spellings of the debug switch, in any case; anything else is refused.
+TEST_CASE("parallel.debug_switch_takes_pytorchs_values", "[parallel]") {
+  for (const char* value : {"DETAIL", "detail", "Detail"}) {
+    ::setenv("RINGGRAD_DISTRIBUTED_DEBUG", value, 1);
+    CHECK(init_process_group({.backend = "local"})->debug());
+  }
+  for (const char* value : {"OFF", "info"}) {
+    ::setenv("RINGGRAD_DISTRIBUTED_DEBUG", value, 1);
+    CHECK_FALSE(init_process_group({.backend = "local"})->debug());
+  }
+  ::setenv("RINGGRAD_DISTRIBUTED_DEBUG", "verbose", 1);
+  CHECK_THROWS_WITH(init_process_group({.backend = "local"}), Catch::Contains("'verbose' is not OFF, INFO or DETAIL"));
+  ::unsetenv("RINGGRAD_DISTRIBUTED_DEBUG");
 }
 
 }  // namespace rg::parallel

@@ -31,16 +31,16 @@ struct TrainOptions {
   int64_t eval_every = 0;  // steps; 0: at the end of each epoch
   int64_t max_steps = 0;   // 0: no limit
 
-  // Data parallelism (tools/train/parallel_run.h). batch_size is per worker for ddp
-  // (as in PyTorch DDP scripts) and the global batch for none and dp (as with PyTorch's
-  // DataParallel); global_batch_size, when
-  // set, fixes the global batch instead and batch_size is derived from it.
+  // Data parallelism (tools/train/parallel_run.h). batch_size is the batch of one worker's
+  // step, all its micro-batches together: per worker for ddp, async-ps and hogwild (as in
+  // PyTorch DDP scripts), the global batch for none and dp (as with PyTorch's DataParallel).
+  // --global-batch-size fixes the global batch instead, and batch_size is derived from it.
   std::string parallel = "none";  // none|dp|ddp|async-ps|hogwild
   int workers = 1;                // ranks; under mpirun, the world size
   std::string backend = "local";  // local (threads of this process) | mpi (under mpirun)
   std::string allreduce = "library";
   std::string reducer = "bucketed";  // DDP's: per_parameter|flat|bucketed
-  int64_t global_batch_size = 0;  // 0: batch_size × workers × accumulation
+  int64_t global_batch_size = 0;  // as given; 0: not given (the global batch is global_batch())
   int64_t accumulation = 1;       // micro-batches per step (DDP's no_sync on all but the last)
   std::string lr_scaling = "none";  // none | linear: lr × global batch ÷ (batch_size ÷ accumulation)
   double bucket_cap_mb = 25;
