@@ -3,37 +3,26 @@
 // from the figures it printed, by the rule the chapter's README states.
 #pragma once
 #include <catch2/catch.hpp>
-#include <sys/wait.h>
 
-#include <cstdio>
 #include <regex>
 #include <string>
 #include <vector>
 
+#include "run_command.h"
 #include "temp_dir.h"
 
 namespace rg::chapters::test {
 
-struct ChapterRun {
-  int exit_code = -1;  // -1: killed by a signal
-  std::string output;  // stdout and stderr together
-};
+using ChapterRun = rg::test::CommandRun;
 
 // Runs build/bin/chapter_<name> with `args`; with mpi_ranks > 0 under mpiexec as that many
 // processes (--oversubscribe, allowed as root), so the chapter picks the mpi backend itself.
 inline ChapterRun run_chapter(const std::string& name, const std::string& args, int mpi_ranks = 0) {
-  std::string command = std::string(RINGGRAD_BIN_DIR) + "/chapter_" + name + " " + args + " 2>&1";
+  std::string command = std::string(RINGGRAD_BIN_DIR) + "/chapter_" + name + " " + args;
   if (mpi_ranks > 0)
     command = "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 " + std::string(RINGGRAD_MPIEXEC) + " -n " +
               std::to_string(mpi_ranks) + " --oversubscribe " + command;
-  ChapterRun run;
-  FILE* pipe = ::popen(command.c_str(), "r");
-  if (!pipe) return run;
-  char buffer[4096];
-  for (size_t n; (n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0;) run.output.append(buffer, n);
-  const int status = ::pclose(pipe);
-  run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return run;
+  return rg::test::run_command(command);
 }
 
 struct Verdict {

@@ -74,6 +74,31 @@ struct LaunchLog : Observer {
   std::function<void(size_t)> on_launch_;
 };
 
+// Rank 0's trace of one DDP step on 2 ranks (the MLP with 256 hidden units), with the
+// backward inside a "backward" event; `options.observer` is set here.
+std::vector<report::TraceEvent> traced_step(DDPOptions options) {
+  std::vector<std::shared_ptr<Mlp>> replicas = {make_mlp(DType::float32, 256), make_mlp(DType::float32, 256)};
+  auto batch = make_batches(1, 2 * kLocalBatch, DType::float32)[0];
+  std::vector<report::TraceEvent> events;
+  run_local_world(2, [&](std::shared_ptr<ProcessGroup> pg) {
+    report::TraceRecorder trace(pg->rank());
+    TraceObserver observer(&trace);
+    DDPOptions traced = options;
+    traced.observer = &observer;
+    DistributedDataParallel ddp(replicas[pg->rank()], pg, traced);
+    pg->set_observer(&observer);
+    Batch mine = batch.rows(pg->rank() * kLocalBatch, kLocalBatch);
+    Variable loss = cross_entropy(ddp(mine.x), mine.y);
+    {
+      report::TraceRecorder::Scope backward(&trace, "backward", "backward");
+      loss.backward();
+    }
+    pg->set_observer(nullptr);
+    if (pg->rank() == 0) events = trace.events();
+  });
+  return events;
+}
+
 // Runs fn(rank, pg) on n ranks and returns the message of the error run_local_world rethrew.
 std::string error_from(int n, const std::function<void(int, std::shared_ptr<ProcessGroup>)>& fn) {
   return test::error_from([&] { run_local_world(n, [&](std::shared_ptr<ProcessGroup> pg) { fn(pg->rank(), pg); }); });
@@ -129,36 +154,14 @@ TEST_CASE("parallel.ddp.reducers_send_the_messages_they_promise", "[parallel][dd
 // The after-backward reducers communicate only once every gradient is in: none of their
 // all-reduce time overlaps backward. The bucketed one launches inside it.
 TEST_CASE("parallel.ddp.trace_shows_no_overlap_for_the_after_backward_reducers", "[parallel][ddp]") {
-  auto batch = make_batches(1, 2 * kLocalBatch, DType::float32)[0];
-  auto trace_of = [&](const DDPOptions& options) {
-    std::vector<report::TraceEvent> events;
-    std::vector<std::shared_ptr<Mlp>> replicas = {make_mlp(DType::float32, 256), make_mlp(DType::float32, 256)};
-    run_local_world(2, [&](std::shared_ptr<ProcessGroup> pg) {
-      report::TraceRecorder trace(pg->rank());
-      TraceObserver observer(&trace);
-      DDPOptions traced = options;
-      traced.observer = &observer;
-      DistributedDataParallel ddp(replicas[pg->rank()], pg, traced);
-      pg->set_observer(&observer);
-      Batch mine = batch.rows(pg->rank() * kLocalBatch, kLocalBatch);
-      Variable loss = cross_entropy(ddp(mine.x), mine.y);
-      {
-        report::TraceRecorder::Scope backward(&trace, "backward", "backward");
-        loss.backward();
-      }
-      pg->set_observer(nullptr);
-      if (pg->rank() == 0) events = trace.events();
-    });
-    return events;
-  };
   for (ReducerKind reducer : {ReducerKind::per_parameter, ReducerKind::flat}) {
     INFO(reducer_name(reducer));
-    const auto events = trace_of({.reducer = reducer});
+    const auto events = traced_step({.reducer = reducer});
     CHECK(std::count_if(events.begin(), events.end(), [](auto& e) { return e.category == "comm"; }) ==
           (reducer == ReducerKind::flat ? 1 : 6));
     CHECK(report::overlap_fraction(events, "comm", "backward", 0, "wait") == 0);
   }
-  const auto bucketed = trace_of({.reducer = ReducerKind::bucketed, .first_bucket_mb = 300 / kBytesPerMb});
+  const auto bucketed = traced_step({.reducer = ReducerKind::bucketed, .first_bucket_mb = 300 / kBytesPerMb});
   const auto launch = std::find_if(bucketed.begin(), bucketed.end(), [](auto& e) { return e.category == "launch"; });
   const auto wait = std::find_if(bucketed.begin(), bucketed.end(), [](auto& e) { return e.category == "wait"; });
   REQUIRE((launch != bucketed.end() && wait != bucketed.end()));
@@ -410,23 +413,7 @@ TEST_CASE("parallel.ddp.injected_gradient_faults", "[parallel][ddp]") {
 // busy the machine is: parallel.ddp.first_bucket_launches_before_backward_ends and the
 // overlap figure of ringgrad-train cover that.)
 TEST_CASE("parallel.ddp.trace_shows_communication_inside_backward", "[parallel][ddp]") {
-  std::vector<std::shared_ptr<Mlp>> replicas = {make_mlp(DType::float32, 256), make_mlp(DType::float32, 256)};
-  auto batch = make_batches(1, 2 * kLocalBatch, DType::float32)[0];
-  std::vector<report::TraceEvent> events;
-  run_local_world(2, [&](std::shared_ptr<ProcessGroup> pg) {
-    report::TraceRecorder trace(pg->rank());
-    TraceObserver observer(&trace);
-    DistributedDataParallel ddp(replicas[pg->rank()], pg, {.first_bucket_mb = 300 / kBytesPerMb, .observer = &observer});
-    pg->set_observer(&observer);
-    Batch mine = batch.rows(pg->rank() * kLocalBatch, kLocalBatch);
-    Variable loss = cross_entropy(ddp(mine.x), mine.y);
-    {
-      report::TraceRecorder::Scope backward(&trace, "backward", "backward");
-      loss.backward();
-    }
-    pg->set_observer(nullptr);
-    if (pg->rank() == 0) events = trace.events();
-  });
+  const auto events = traced_step({.first_bucket_mb = 300 / kBytesPerMb});
   const auto first = [&](const char* category) {
     return *std::find_if(events.begin(), events.end(), [&](auto& e) { return e.category == category; });
   };

@@ -3,35 +3,23 @@
 // temporary folder per test case.
 #pragma once
 #include <catch2/catch.hpp>
-#include <sys/wait.h>
 #include <unistd.h>
 
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
 
+#include "run_command.h"
 #include "temp_dir.h"
 
 namespace rg::train::test {
 
-struct ToolRun {
-  int exit_code = -1;  // -1: killed by a signal (an abort is a failure in every test)
-  std::string output;
-};
+using ToolRun = rg::test::CommandRun;
 
 // `env` is prefixed to the command line, e.g. "RINGGRAD_DATA=/tmp/x".
 inline ToolRun run_train(const std::string& args, const std::string& env = "") {
-  const std::string command = "RINGGRAD_PROGRESS=plain " + env + " " + RINGGRAD_TRAIN_BIN + " " + args + " 2>&1";
-  ToolRun run;
-  FILE* pipe = ::popen(command.c_str(), "r");
-  if (!pipe) return run;
-  char buffer[4096];
-  for (size_t n; (n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0;) run.output.append(buffer, n);
-  const int status = ::pclose(pipe);
-  run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return run;
+  return rg::test::run_command("RINGGRAD_PROGRESS=plain " + env + " " + RINGGRAD_TRAIN_BIN + " " + args);
 }
 
 // Runs ringgrad-train with flags it must refuse, and checks what every refusal shares:
