@@ -29,6 +29,10 @@ struct CollectiveSignature {
 };
 // "all_reduce (avg, ring) of 10 float32 (#3)", "broadcast of 4 int64 from root 0 (#0)", "barrier (#5)".
 std::string describe(const CollectiveSignature& s);
+// "" when every rank's signature (in rank order) is the same; else "rank 0 <what>, rank 2 <what>".
+std::string disagreement(const std::vector<CollectiveSignature>& all);
+
+class Agreement;
 
 // `seconds` after `start`, at most about three years: a huge timeout (inf, 1e10) waits long
 // instead of overflowing the clock into the past.
@@ -42,6 +46,7 @@ struct OpContext {
   Clock::time_point deadline;
   double timeout_s = 0;
   const CollectiveSignature* signature = nullptr;  // a collective's; null for point-to-point ops
+  Agreement* agreement = nullptr;  // the check running beside this collective, if any
 
   // "rank 0: all_reduce (ring) #3 timed out after 2 s waiting for <what>"
   [[noreturn]] void timeout(const std::string& what) const;
@@ -56,6 +61,17 @@ struct P2POp {
 
 // Messages of collectives (tag = sequence number) never match user send/recv.
 enum class Channel { collective, user };
+
+// The check, running beside a collective, that every rank is running the same one (kind,
+// size, dtype, reduce op, algorithm, sequence number): it costs no round trip of its own,
+// so it is always on. poll() is called from the op's waits and throws, naming every rank's
+// call, as soon as the signatures are in and differ; finish() waits for them at the op's end.
+class Agreement {
+ public:
+  virtual ~Agreement() = default;
+  virtual void poll(const OpContext& ctx) = 0;
+  virtual void finish(const OpContext& ctx) = 0;
+};
 
 class P2PRequest {
  public:
@@ -86,8 +102,11 @@ class Communicator {
   // Receives the first user message with `tag` to arrive, from whichever rank sent it, into
   // `buffer` (contiguous; the message must fill it exactly) and returns the sender's rank.
   virtual int recv_any(const Tensor& buffer, int64_t tag, const OpContext& ctx) = 0;
-  // Every rank's signature, in rank order (debug mode).
+  // Every rank's signature, in rank order (debug mode: before the collective, blocking).
   virtual std::vector<CollectiveSignature> gather_signatures(const CollectiveSignature& mine, const OpContext& ctx) = 0;
+  // Starts the Agreement for this collective, or checks at once where that is cheap; null
+  // when nothing is left to wait for.
+  virtual std::unique_ptr<Agreement> start_agreement(const CollectiveSignature& mine, const OpContext& ctx) = 0;
   [[noreturn]] virtual void abort(int exit_code) = 0;
 };
 

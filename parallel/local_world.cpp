@@ -246,6 +246,16 @@ class LocalCommunicator : public Communicator {
     return all;
   }
 
+  // The library collectives compare every rank's call as they meet (collective() below);
+  // the hand-written algorithms run on messages, so their callers meet once first, in the
+  // same round a library collective of that sequence number would use, so that a rank
+  // calling the library and one calling a hand-written algorithm also meet and are named.
+  std::unique_ptr<Agreement> start_agreement(const CollectiveSignature& mine, const OpContext& ctx) override {
+    if (mine.algorithm != static_cast<int64_t>(Algorithm::library))
+      collective(ctx, {mine, Tensor(), Tensor()}, [](const Round&) {});
+    return nullptr;
+  }
+
   [[noreturn]] void abort(int exit_code) override { std::_Exit(exit_code); }
 
  private:
@@ -269,11 +279,10 @@ class LocalCommunicator : public Communicator {
   template <class Fn>
   void collective(const OpContext& ctx, Entry mine, Fn&& part) {
     auto round = arrive(ctx, kOpPhase, std::move(mine));
-    const CollectiveSignature& first = round->entries[0]->signature;
-    for (int r = 1; r < size(); ++r)
-      if (!(round->entries[r]->signature == first))
-        ctx.fail(detail::concat("ranks disagree on the collective: rank 0 ", describe(first), ", rank ", r, " ",
-                                describe(round->entries[r]->signature)));
+    std::vector<CollectiveSignature> all;
+    for (const auto& entry : round->entries) all.push_back(entry->signature);
+    if (const std::string mismatch = disagreement(all); !mismatch.empty())
+      ctx.fail("ranks disagree on the collective: " + mismatch);
     part(*round);
     depart(ctx, round);
   }

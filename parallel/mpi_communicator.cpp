@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <climits>
 #include <cstdlib>
+#include <cstring>
+#include <mutex>
 #include <thread>
 
 #include "tensor/error.h"
@@ -76,16 +78,57 @@ MpiRuntime& runtime() {
   return instance;
 }
 
+// Buffers MPI may still write into after a failed wait (and the replies to status
+// queries, in flight when their sender moves on), kept until the process ends.
+std::vector<std::shared_ptr<void>>& parked() {
+  static std::vector<std::shared_ptr<void>> buffers;
+  return buffers;
+}
+std::mutex& parked_mutex() {
+  static std::mutex mutex;
+  return mutex;
+}
+void park(std::shared_ptr<void> buffer) {
+  std::lock_guard lock(parked_mutex());
+  parked().push_back(std::move(buffer));
+}
+
+// A batch of sends and receives. The wait also checks that every receive got as many
+// bytes as it expected: a shorter message would pass MPI unnoticed (a longer one fails).
 class MpiRequest : public P2PRequest {
  public:
-  MpiRequest(std::vector<MPI_Request> requests, std::vector<int> peers)
-      : requests_(std::move(requests)), peers_(std::move(peers)) {}
-  void wait(const OpContext& ctx) override { wait_mpi(requests_, peers_, ctx, "point-to-point"); }
+  MpiRequest(MpiCommunicator& comm, PendingMpi pending, std::vector<int> expected_bytes)
+      : comm_(comm), pending_(std::move(pending)), expected_bytes_(std::move(expected_bytes)) {}
+  ~MpiRequest() override { park_if_pending(pending_); }
+
+  void wait(const OpContext& ctx) override {
+    const std::vector<MPI_Status> statuses = comm_.wait(pending_, ctx, "point-to-point");
+    for (size_t i = 0; i < statuses.size(); ++i) {
+      if (expected_bytes_[i] < 0) continue;  // a send
+      int received = 0;
+      MPI_Get_count(&statuses[i], MPI_BYTE, &received);
+      if (received != expected_bytes_[i])
+        ctx.fail(detail::concat("rank ", pending_.peers[i], " sent ", received, " bytes but the receive buffer holds ",
+                                expected_bytes_[i], " (the ranks disagree on the message)"));
+    }
+  }
 
  private:
-  std::vector<MPI_Request> requests_;
-  std::vector<int> peers_;
+  MpiCommunicator& comm_;
+  PendingMpi pending_;
+  std::vector<int> expected_bytes_;  // by request: a receive's size, -1 for a send
 };
+
+// Where a rank is, as it answers another's status query: the op it is waiting in.
+struct StatusReply {
+  int64_t seq = -1;
+  int64_t collective = 0;  // 1: a collective (numbered with the others), 0: point-to-point
+  char op[112] = {};
+};
+
+// Tags of the status queries on the control communicator (MPI guarantees up to 32767).
+constexpr int kQueryTag = 32000, kReplyTag = 32001;
+
 }  // namespace
 
 namespace {
@@ -109,37 +152,117 @@ void check_mpi(int rc, const char* call, int rank) {
   if (rc != MPI_SUCCESS) throw Error(detail::concat("rank ", rank, ": ", call, " failed: ", mpi_error_string(rc)));
 }
 
-std::vector<MPI_Status> wait_mpi(std::vector<MPI_Request>& requests, const std::vector<int>& peers,
-                                 const OpContext& ctx, const char* call) {
+void park_if_pending(const PendingMpi& pending) {
+  const bool active = std::any_of(pending.requests.begin(), pending.requests.end(),
+                                  [](MPI_Request r) { return r != MPI_REQUEST_NULL; });
+  if (!active) return;
+  runtime().broken = true;  // finalising with requests pending would hang
+  for (const Tensor& buffer : pending.buffers)
+    if (buffer.defined()) park(buffer.storage());
+}
+
+std::vector<MPI_Status> MpiCommunicator::wait(PendingMpi& pending, const OpContext& ctx, const char* call) {
+  auto& requests = pending.requests;
   const auto start = Clock::now();
   const auto busy_until = start + busy_spin_for(), spin_until = start + kSpinFor;
   std::vector<MPI_Status> statuses(requests.size());
-  while (true) {
-    int done = 0;
-    int rc = MPI_Testall(static_cast<int>(requests.size()), requests.data(), &done, statuses.data());
-    if (rc != MPI_SUCCESS) {
-      runtime().broken = true;
-      ctx.fail(std::string(call) + " failed: " + mpi_error_string(error_in(statuses, rc)));
-    }
-    if (done) return statuses;
-    auto now = Clock::now();
-    if (now >= ctx.deadline) {
-      runtime().broken = true;
-      std::string waiting;
-      for (size_t i = 0; i < requests.size(); ++i) {
-        if (requests[i] == MPI_REQUEST_NULL) continue;
-        waiting += waiting.empty() ? "" : ", ";
-        waiting += peers[i] == kWholeGroup ? std::string("the group (MPI cannot tell which ranks did not arrive)")
-                   : peers[i] == kAnyRank  ? std::string("any rank (none arrived)")
-                                           : "rank " + std::to_string(peers[i]);
+  try {
+    while (true) {
+      int done = 0;
+      int rc = MPI_Testall(static_cast<int>(requests.size()), requests.data(), &done, statuses.data());
+      if (rc != MPI_SUCCESS) ctx.fail(std::string(call) + " failed: " + mpi_error_string(error_in(statuses, rc)));
+      if (done) return statuses;
+      const auto now = Clock::now();
+      if (now < busy_until) continue;  // a small message: nothing else costs as little as asking again
+      if (ctx.agreement) ctx.agreement->poll(ctx);
+      answer_status_queries(ctx);
+      if (now >= ctx.deadline) {
+        std::string waiting;
+        for (size_t i = 0; i < requests.size(); ++i) {
+          if (requests[i] == MPI_REQUEST_NULL) continue;
+          waiting += waiting.empty() ? "" : ", ";
+          waiting += pending.peers[i] == kWholeGroup ? std::string("the group")
+                     : pending.peers[i] == kAnyRank  ? std::string("any rank (none arrived)")
+                                                     : "rank " + std::to_string(pending.peers[i]);
+        }
+        ctx.timeout(std::string(call) + " with " + waiting + "; " + where_the_others_are(ctx));
       }
-      ctx.timeout(std::string(call) + " with " + waiting);
+      if (now > spin_until)
+        std::this_thread::sleep_for(kSleepFor);
+      else
+        std::this_thread::yield();
     }
-    if (now > spin_until)
-      std::this_thread::sleep_for(kSleepFor);
-    else if (now > busy_until)
-      std::this_thread::yield();
+  } catch (...) {
+    park_if_pending(pending);
+    throw;
   }
+}
+
+// Every query that has arrived gets this rank's whereabouts: the op it waits in.
+void MpiCommunicator::answer_status_queries(const OpContext& ctx) {
+  while (true) {
+    int arrived = 0;
+    MPI_Status status;
+    if (MPI_Iprobe(MPI_ANY_SOURCE, kQueryTag, control_, &arrived, &status) != MPI_SUCCESS || !arrived) return;
+    int64_t query = 0;
+    MPI_Recv(&query, 1, MPI_INT64_T, status.MPI_SOURCE, kQueryTag, control_, MPI_STATUS_IGNORE);
+    auto reply = std::make_shared<StatusReply>();
+    reply->seq = ctx.seq;
+    reply->collective = ctx.signature ? 1 : 0;
+    ctx.op.copy(reply->op, sizeof reply->op - 1);
+    MPI_Request request;
+    MPI_Isend(reply.get(), sizeof(StatusReply), MPI_BYTE, status.MPI_SOURCE, kReplyTag, control_, &request);
+    MPI_Request_free(&request);  // completes on its own; the reply stays parked until exit
+    park(std::move(reply));
+  }
+}
+
+// Asks every other rank where it is and waits a little for the answers. A rank inside
+// one of ringgrad's waits answers at once; one that does not answer has died, or is
+// busy outside a collective (computing, or stuck elsewhere).
+std::string MpiCommunicator::where_the_others_are(const OpContext& ctx) {
+  const double grace_s = std::min(2.0, std::max(0.5, 0.25 * ctx.timeout_s));
+  auto query = std::make_shared<int64_t>(ctx.seq);
+  auto replies = std::make_shared<std::vector<StatusReply>>(size_);
+  park(query);
+  park(replies);  // a late reply still lands in them
+  std::vector<MPI_Request> asks, answers(size_, MPI_REQUEST_NULL);
+  for (int r = 0; r < size_; ++r) {
+    if (r == rank_) continue;
+    MPI_Request ask;
+    MPI_Isend(query.get(), 1, MPI_INT64_T, r, kQueryTag, control_, &ask);
+    MPI_Request_free(&ask);
+    MPI_Irecv(&(*replies)[r], sizeof(StatusReply), MPI_BYTE, r, kReplyTag, control_, &answers[r]);
+  }
+  const auto until = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(grace_s));
+  auto waiting = [&] {
+    bool any = false;
+    for (MPI_Request& answer : answers) {
+      int done = 0;  // MPI_Test, not Testall, which leaves every request alone until all are done
+      if (answer != MPI_REQUEST_NULL) MPI_Test(&answer, &done, MPI_STATUS_IGNORE);
+      any = any || answer != MPI_REQUEST_NULL;
+    }
+    return any;
+  };
+  while (Clock::now() < until && waiting()) {
+    answer_status_queries(ctx);  // the others may be asking too
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+  std::string text = "as far as the other ranks can tell:";
+  for (int r = 0; r < size_; ++r) {
+    if (r == rank_) continue;
+    text += r == (rank_ == 0 ? 1 : 0) ? " " : "; ";
+    if (answers[r] != MPI_REQUEST_NULL) {
+      text += detail::concat("rank ", r, " did not answer within ", grace_s,
+                             " s (it died, or is busy outside a collective)");
+      continue;
+    }
+    const StatusReply& reply = (*replies)[r];
+    text += detail::concat("rank ", r, " is waiting in ", reply.op, " #", reply.seq);
+    if (reply.collective && ctx.signature && reply.seq != ctx.seq)
+      text += reply.seq < ctx.seq ? " (behind)" : " (ahead)";
+  }
+  return text;
 }
 
 MpiCommunicator::MpiCommunicator(int argc, char** argv) {
@@ -171,9 +294,10 @@ MpiCommunicator::~MpiCommunicator() {
   for (MPI_Comm* comm : {&collective_, &user_, &control_}) MPI_Comm_free(comm);
 }
 
-void MpiCommunicator::wait_one(MPI_Request request, const OpContext& ctx, const char* call) {
-  std::vector<MPI_Request> requests{request};
-  wait_mpi(requests, {kWholeGroup}, ctx, call);
+void MpiCommunicator::wait_collective(MPI_Request request, std::vector<Tensor> buffers, const OpContext& ctx,
+                                      const char* call) {
+  PendingMpi pending{{request}, {kWholeGroup}, std::move(buffers)};
+  wait(pending, ctx, call);
 }
 
 void MpiCommunicator::all_reduce(const Tensor& t, ReduceOp op, const OpContext& ctx) {
@@ -181,7 +305,7 @@ void MpiCommunicator::all_reduce(const Tensor& t, ReduceOp op, const OpContext& 
   check_mpi(MPI_Iallreduce(MPI_IN_PLACE, t.raw_data(), mpi_count(t.numel(), ctx), mpi_type(t.dtype()), mpi_op(op),
                            collective_, &request),
             "MPI_Iallreduce", rank_);
-  wait_one(request, ctx, "MPI_Iallreduce");
+  wait_collective(request, {t}, ctx, "MPI_Iallreduce");
   if (op == ReduceOp::avg) divide_by(t, size_);
 }
 
@@ -189,7 +313,7 @@ void MpiCommunicator::broadcast(const Tensor& t, int root, const OpContext& ctx)
   MPI_Request request;
   check_mpi(MPI_Ibcast(t.raw_data(), mpi_count(t.numel(), ctx), mpi_type(t.dtype()), root, collective_, &request),
             "MPI_Ibcast", rank_);
-  wait_one(request, ctx, "MPI_Ibcast");
+  wait_collective(request, {t}, ctx, "MPI_Ibcast");
 }
 
 void MpiCommunicator::reduce(const Tensor& t, int root, ReduceOp op, const OpContext& ctx) {
@@ -198,7 +322,7 @@ void MpiCommunicator::reduce(const Tensor& t, int root, ReduceOp op, const OpCon
   check_mpi(MPI_Ireduce(send, t.raw_data(), mpi_count(t.numel(), ctx), mpi_type(t.dtype()), mpi_op(op), root,
                         collective_, &request),
             "MPI_Ireduce", rank_);
-  wait_one(request, ctx, "MPI_Ireduce");
+  wait_collective(request, {t}, ctx, "MPI_Ireduce");
   if (op == ReduceOp::avg && rank_ == root) divide_by(t, size_);
 }
 
@@ -208,7 +332,7 @@ void MpiCommunicator::all_gather(const Tensor& output, const Tensor& input, cons
   check_mpi(MPI_Iallgather(input.raw_data(), count, mpi_type(input.dtype()), output.raw_data(), count,
                            mpi_type(output.dtype()), collective_, &request),
             "MPI_Iallgather", rank_);
-  wait_one(request, ctx, "MPI_Iallgather");
+  wait_collective(request, {input, output}, ctx, "MPI_Iallgather");
 }
 
 void MpiCommunicator::reduce_scatter(const Tensor& output, const Tensor& input, ReduceOp op, const OpContext& ctx) {
@@ -216,41 +340,44 @@ void MpiCommunicator::reduce_scatter(const Tensor& output, const Tensor& input, 
   check_mpi(MPI_Ireduce_scatter_block(input.raw_data(), output.raw_data(), mpi_count(output.numel(), ctx),
                                       mpi_type(input.dtype()), mpi_op(op), collective_, &request),
             "MPI_Ireduce_scatter_block", rank_);
-  wait_one(request, ctx, "MPI_Ireduce_scatter_block");
+  wait_collective(request, {input, output}, ctx, "MPI_Ireduce_scatter_block");
   if (op == ReduceOp::avg) divide_by(output, size_);
 }
 
 void MpiCommunicator::barrier(const OpContext& ctx) {
   MPI_Request request;
   check_mpi(MPI_Ibarrier(collective_, &request), "MPI_Ibarrier", rank_);
-  wait_one(request, ctx, "MPI_Ibarrier");
+  wait_collective(request, {}, ctx, "MPI_Ibarrier");
 }
 
 std::unique_ptr<P2PRequest> MpiCommunicator::start_p2p(const std::vector<P2POp>& ops, Channel channel, int64_t tag) {
   MPI_Comm comm = channel == Channel::user ? user_ : collective_;
-  std::vector<MPI_Request> requests(ops.size(), MPI_REQUEST_NULL);
-  std::vector<int> peers;
   OpContext ctx{rank_, tag, "point-to-point", {}, 0};
-  for (size_t i = 0; i < ops.size(); ++i) {
-    const P2POp& op = ops[i];
-    int count = mpi_count(static_cast<int64_t>(op.buffer.nbytes()), ctx);
+  PendingMpi pending;
+  std::vector<int> expected_bytes;
+  for (const P2POp& op : ops) {
+    const int count = mpi_count(static_cast<int64_t>(op.buffer.nbytes()), ctx);
     void* data = op.buffer.nbytes() ? op.buffer.raw_data() : nullptr;
-    if (op.kind == P2POp::recv)
-      check_mpi(MPI_Irecv(data, count, MPI_BYTE, op.peer, mpi_tag(tag), comm, &requests[i]), "MPI_Irecv", rank_);
-    else
-      check_mpi(MPI_Isend(data, count, MPI_BYTE, op.peer, mpi_tag(tag), comm, &requests[i]), "MPI_Isend", rank_);
-    peers.push_back(op.peer);
+    MPI_Request r = MPI_REQUEST_NULL;
+    const int rc = op.kind == P2POp::recv ? MPI_Irecv(data, count, MPI_BYTE, op.peer, mpi_tag(tag), comm, &r)
+                                          : MPI_Isend(data, count, MPI_BYTE, op.peer, mpi_tag(tag), comm, &r);
+    pending.requests.push_back(r);
+    pending.peers.push_back(op.peer);
+    pending.buffers.push_back(op.buffer);
+    expected_bytes.push_back(op.kind == P2POp::recv ? count : -1);
+    if (rc != MPI_SUCCESS) park_if_pending(pending);  // the ones already started keep their buffers
+    check_mpi(rc, op.kind == P2POp::recv ? "MPI_Irecv" : "MPI_Isend", rank_);
   }
-  return std::make_unique<MpiRequest>(std::move(requests), std::move(peers));
+  return std::make_unique<MpiRequest>(*this, std::move(pending), std::move(expected_bytes));
 }
 
 int MpiCommunicator::recv_any(const Tensor& buffer, int64_t tag, const OpContext& ctx) {
   int count = mpi_count(static_cast<int64_t>(buffer.nbytes()), ctx);
-  std::vector<MPI_Request> requests{MPI_REQUEST_NULL};
+  PendingMpi pending{{MPI_REQUEST_NULL}, {kAnyRank}, {buffer}};
   check_mpi(MPI_Irecv(count ? buffer.raw_data() : nullptr, count, MPI_BYTE, MPI_ANY_SOURCE, mpi_tag(tag), user_,
-                      &requests[0]),
+                      &pending.requests[0]),
             "MPI_Irecv", rank_);
-  MPI_Status status = wait_mpi(requests, {kAnyRank}, ctx, "point-to-point").front();
+  MPI_Status status = wait(pending, ctx, "point-to-point").front();
   // A longer message fails the receive (MPI_ERR_TRUNCATE); a shorter one would pass unseen.
   int received = 0;
   check_mpi(MPI_Get_count(&status, MPI_BYTE, &received), "MPI_Get_count", rank_);
@@ -260,15 +387,79 @@ int MpiCommunicator::recv_any(const Tensor& buffer, int64_t tag, const OpContext
   return status.MPI_SOURCE;
 }
 
-std::vector<CollectiveSignature> MpiCommunicator::gather_signatures(const CollectiveSignature& mine, const OpContext& ctx) {
-  constexpr int kWords = sizeof(CollectiveSignature) / sizeof(int64_t);
-  static_assert(sizeof(CollectiveSignature) == kWords * sizeof(int64_t));
-  std::vector<CollectiveSignature> all(size_);
+namespace {
+
+constexpr int kSignatureWords = sizeof(CollectiveSignature) / sizeof(int64_t);
+static_assert(sizeof(CollectiveSignature) == kSignatureWords * sizeof(int64_t));
+
+Tensor words_of(const CollectiveSignature& s) {
+  Tensor t = Tensor::empty({kSignatureWords}, DType::int64);
+  std::memcpy(t.raw_data(), &s, sizeof s);
+  return t;
+}
+
+std::vector<CollectiveSignature> signatures_in(const Tensor& all) {
+  std::vector<CollectiveSignature> out(static_cast<size_t>(all.numel() / kSignatureWords));
+  std::memcpy(out.data(), all.raw_data(), all.nbytes());
+  return out;
+}
+
+// The signatures of every rank, gathered on the control communicator (where nothing else
+// is sized by the user, so this exchange always matches) while the collective runs.
+class MpiAgreement : public Agreement {
+ public:
+  MpiAgreement(MpiCommunicator& comm, const CollectiveSignature& mine, MPI_Comm control, int size)
+      : comm_(comm), mine_(words_of(mine)), all_(Tensor::empty({size * kSignatureWords}, DType::int64)) {
+    pending_ = {{MPI_REQUEST_NULL}, {kWholeGroup}, {mine_, all_}};
+    check_mpi(MPI_Iallgather(mine_.raw_data(), kSignatureWords, MPI_INT64_T, all_.raw_data(), kSignatureWords,
+                             MPI_INT64_T, control, &pending_.requests[0]),
+              "MPI_Iallgather", comm.rank());
+  }
+  ~MpiAgreement() override { park_if_pending(pending_); }
+
+  void poll(const OpContext& ctx) override {
+    if (checked_) return;
+    int done = 0;
+    check_mpi(MPI_Test(&pending_.requests[0], &done, MPI_STATUS_IGNORE), "MPI_Test", comm_.rank());
+    if (done) verify(ctx);
+  }
+
+  void finish(const OpContext& ctx) override {
+    if (checked_) return;
+    OpContext alone = ctx;
+    alone.agreement = nullptr;  // the wait below is this agreement's own
+    comm_.wait(pending_, alone, "the check that every rank runs this collective");
+    verify(ctx);
+  }
+
+ private:
+  void verify(const OpContext& ctx) {
+    checked_ = true;
+    const std::string mismatch = disagreement(signatures_in(all_));
+    if (!mismatch.empty()) ctx.fail("ranks disagree on the collective: " + mismatch);
+  }
+
+  MpiCommunicator& comm_;
+  Tensor mine_, all_;
+  PendingMpi pending_;
+  bool checked_ = false;
+};
+
+}  // namespace
+
+std::vector<CollectiveSignature> MpiCommunicator::gather_signatures(const CollectiveSignature& mine,
+                                                                    const OpContext& ctx) {
+  Tensor words = words_of(mine), all = Tensor::empty({size_ * kSignatureWords}, DType::int64);
   MPI_Request request;
-  check_mpi(MPI_Iallgather(&mine, kWords, MPI_INT64_T, all.data(), kWords, MPI_INT64_T, control_, &request),
+  check_mpi(MPI_Iallgather(words.raw_data(), kSignatureWords, MPI_INT64_T, all.raw_data(), kSignatureWords,
+                           MPI_INT64_T, control_, &request),
             "MPI_Iallgather", rank_);
-  wait_one(request, ctx, "the debug signature exchange");
-  return all;
+  wait_collective(request, {words, all}, ctx, "the debug signature exchange");
+  return signatures_in(all);
+}
+
+std::unique_ptr<Agreement> MpiCommunicator::start_agreement(const CollectiveSignature& mine, const OpContext&) {
+  return std::make_unique<MpiAgreement>(*this, mine, control_, size_);
 }
 
 void MpiCommunicator::abort(int exit_code) {

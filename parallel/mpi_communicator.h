@@ -14,12 +14,18 @@ namespace rg::parallel {
 // Throws rg::Error with MPI's own error string unless rc is MPI_SUCCESS.
 void check_mpi(int rc, const char* call, int rank);
 
-// Polls requests until all complete (OpenMPI progresses only while called) or the
-// deadline passes, and returns their statuses; `peers[i]` names request i's partner
-// (kWholeGroup, or kAnyRank for a receive from any rank).
+// The requests one wait polls: each one's partner for messages (kWholeGroup, kAnyRank, or
+// a rank), and the buffers MPI reads or writes for them. A wait that fails while requests
+// are still pending parks the buffers for the life of the process, since MPI may write
+// into them later: freeing them would let it corrupt whatever the memory holds next.
 constexpr int kWholeGroup = -1, kAnyRank = -2;
-std::vector<MPI_Status> wait_mpi(std::vector<MPI_Request>& requests, const std::vector<int>& peers,
-                                 const OpContext& ctx, const char* call);
+struct PendingMpi {
+  std::vector<MPI_Request> requests;
+  std::vector<int> peers;
+  std::vector<Tensor> buffers;
+};
+// Keeps `pending`'s buffers alive forever when any of its requests is still active.
+void park_if_pending(const PendingMpi& pending);
 
 class MpiCommunicator : public Communicator {
  public:
@@ -43,10 +49,19 @@ class MpiCommunicator : public Communicator {
   std::unique_ptr<P2PRequest> start_p2p(const std::vector<P2POp>& ops, Channel channel, int64_t tag) override;
   int recv_any(const Tensor& buffer, int64_t tag, const OpContext& ctx) override;
   std::vector<CollectiveSignature> gather_signatures(const CollectiveSignature& mine, const OpContext& ctx) override;
+  std::unique_ptr<Agreement> start_agreement(const CollectiveSignature& mine, const OpContext& ctx) override;
   [[noreturn]] void abort(int exit_code) override;
 
+  // Polls `pending` until every request completes (OpenMPI progresses only while called),
+  // ctx's agreement fails, or ctx's deadline passes; returns the statuses. While it waits
+  // it tells ranks that time out where this one is, and when it times out itself it asks
+  // them, so its error names the ranks that are behind or missing.
+  std::vector<MPI_Status> wait(PendingMpi& pending, const OpContext& ctx, const char* call);
+
  private:
-  void wait_one(MPI_Request request, const OpContext& ctx, const char* call);
+  void wait_collective(MPI_Request request, std::vector<Tensor> buffers, const OpContext& ctx, const char* call);
+  void answer_status_queries(const OpContext& ctx);
+  std::string where_the_others_are(const OpContext& ctx);
 
   int rank_ = 0, size_ = 1, local_rank_ = 0;
   // Separate communicators keep library collectives and the hand-written algorithms'

@@ -73,6 +73,13 @@ std::string describe(const CollectiveSignature& s) {
   return text + detail::concat(" (#", s.seq, ")");
 }
 
+std::string disagreement(const std::vector<CollectiveSignature>& all) {
+  std::string mismatch;
+  for (size_t r = 1; r < all.size(); ++r)
+    if (!(all[r] == all[0])) mismatch += detail::concat(", rank ", r, " ", describe(all[r]));
+  return mismatch.empty() ? "" : "rank 0 " + describe(all[0]) + mismatch;
+}
+
 Clock::time_point deadline_after(Clock::time_point start, double seconds) {
   // About three years: far enough to mean "no limit", near enough that no clock or
   // condition-variable arithmetic overflows.

@@ -147,6 +147,10 @@ class NcclCommunicator : public Communicator {
   std::vector<CollectiveSignature> gather_signatures(const CollectiveSignature& mine, const OpContext& ctx) override {
     return mpi_.gather_signatures(mine, ctx);
   }
+  // The signatures travel over MPI while NCCL moves the data.
+  std::unique_ptr<Agreement> start_agreement(const CollectiveSignature& mine, const OpContext& ctx) override {
+    return mpi_.start_agreement(mine, ctx);
+  }
   [[noreturn]] void abort(int exit_code) override { mpi_.abort(exit_code); }
 
   // Polls the stream until it drains; at the deadline aborts the NCCL communicator.
@@ -154,6 +158,7 @@ class NcclCommunicator : public Communicator {
     while (true) {
       cudaError_t state = cudaStreamQuery(stream_);
       if (state == cudaSuccess) return;
+      if (ctx.agreement) ctx.agreement->poll(ctx);
       if (state != cudaErrorNotReady) check_cuda(state, call, rank_);
       ncclResult_t async_error = ncclSuccess;
       check_nccl(ncclCommGetAsyncError(comm_, &async_error), "ncclCommGetAsyncError", rank_);

@@ -143,21 +143,20 @@ std::shared_ptr<Work> ProcessGroup::submit(std::optional<CollectiveSignature> si
     OpContext ctx{rank(), seq, label,
                   deadline_after(start, timeout_s_),
                   timeout_s_, signature ? &*signature : nullptr};
+    // Debug mode checks before the collective; otherwise the check runs beside it.
     if (signature && debug_) check_signatures(*signature, ctx);
+    std::unique_ptr<Agreement> agreement = signature && !debug_ ? comm_->start_agreement(*signature, ctx) : nullptr;
+    ctx.agreement = agreement.get();
     CommStats traffic;
     body(ctx, traffic);
+    if (agreement) agreement->finish(ctx);
     observers_.op_finished({label, seq, traffic.bytes_sent, traffic.bytes_received, start, Clock::now()});
   }, caller_waits);
 }
 
 void ProcessGroup::check_signatures(const CollectiveSignature& mine, const OpContext& ctx) {
-  std::vector<CollectiveSignature> all = comm_->gather_signatures(mine, ctx);
-  std::string mismatch;
-  for (size_t r = 1; r < all.size(); ++r)
-    if (!(all[r] == all[0])) mismatch += detail::concat(", rank ", r, " ", describe(all[r]));
-  if (!mismatch.empty())
-    ctx.fail("ranks disagree on the collective (RINGGRAD_DISTRIBUTED_DEBUG=detail): rank 0 " + describe(all[0]) +
-             mismatch);
+  const std::string mismatch = disagreement(comm_->gather_signatures(mine, ctx));
+  if (!mismatch.empty()) ctx.fail("ranks disagree on the collective (RINGGRAD_DISTRIBUTED_DEBUG=detail): " + mismatch);
 }
 
 namespace {

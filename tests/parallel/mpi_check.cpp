@@ -1,6 +1,7 @@
 // parallel_mpi_check: the parallel.mpi.* tests, run under mpiexec (one process per rank).
 //   collectives          every collective and algorithm against the serial reference
-//   timeout <algorithm>  rank 1 skips an all-reduce: every rank must report a timeout
+//   skip <algorithm>     rank 1 skips an all-reduce: both ranks name the disagreement at once
+//   absent               rank 2 is busy elsewhere: the others time out and name it missing
 //   mismatch count|op    debug mode names the disagreement
 //   throw | die          rank 1 throws (the program aborts the job) or is killed
 // A failing rank prints its error, then ends the job with MPI_Abort, as programs should.
@@ -44,6 +45,14 @@ void skip_one_all_reduce(ProcessGroup& pg, Algorithm algorithm) {
   pg.barrier();
 }
 
+// Rank 2 does not come to the all-reduce: it is busy (sleeping) past the others' timeout.
+void absent_rank_2(ProcessGroup& pg) {
+  Tensor t = Tensor::ones({1000});
+  pg.barrier();
+  if (pg.rank() == 2) std::this_thread::sleep_for(std::chrono::duration<double>(pg.timeout_s() * 3));
+  pg.all_reduce(t);
+}
+
 void mismatch(ProcessGroup& pg, const std::string& kind) {
   pg.barrier();
   Tensor t = Tensor::ones({kind == "count" && pg.rank() == 1 ? 20 : 10});
@@ -67,14 +76,15 @@ int run(int argc, char** argv) {
 
   std::string mode = argc > 1 ? argv[1] : "collectives";
   std::string arg = argc > 2 ? argv[2] : "";
-  bool failure_test = mode == "timeout" || mode == "mismatch";
+  bool failure_test = mode == "skip" || mode == "mismatch" || mode == "absent";
   ProcessGroupOptions options{.backend = "mpi", .timeout_s = failure_test ? 3.0 : 0.0, .debug = mode == "mismatch"};
   std::shared_ptr<ProcessGroup> pg;
   try {
     pg = init_process_group(options, argc, argv);
     if (mode == "collectives") return check_collectives(*pg);
-    if (mode == "timeout") skip_one_all_reduce(*pg, parse_algorithm(arg));
+    if (mode == "skip") skip_one_all_reduce(*pg, parse_algorithm(arg));
     if (mode == "mismatch") mismatch(*pg, arg);
+    if (mode == "absent") absent_rank_2(*pg);
     if (mode == "throw" || mode == "die") fail_on_rank_1(*pg, mode == "die");
     std::cerr << "rank " << pg->rank() << ": mode '" << mode << "' ended without the expected error" << std::endl;
     return 1;
