@@ -15,14 +15,15 @@ namespace rg::parallel {
 
 // What ranks must agree on for a collective: debug mode compares it across ranks before
 // each one (the local backend always does), and names the first difference.
-enum class OpKind : int64_t { all_reduce, broadcast, reduce, all_gather, reduce_scatter, barrier };
+enum class OpKind : int64_t { all_reduce, broadcast, reduce, all_gather, reduce_scatter, barrier, agree };
 const char* op_kind_name(OpKind kind);
 struct CollectiveSignature {
   int64_t seq = 0;
   OpKind kind = OpKind::barrier;
   int64_t dtype = 0;  // rg::DType
   int64_t numel = 0;
-  int64_t root = 0;                      // broadcast and reduce
+  int64_t root = 0;                      // broadcast and reduce; agree: the step
+
   int64_t reduce_op = 0;                 // parallel::ReduceOp, where the op reduces
   int64_t algorithm = 0;                 // parallel::Algorithm
   bool operator==(const CollectiveSignature&) const = default;
@@ -47,6 +48,7 @@ struct OpContext {
   double timeout_s = 0;
   const CollectiveSignature* signature = nullptr;  // a collective's; null for point-to-point ops
   Agreement* agreement = nullptr;  // the check running beside this collective, if any
+  bool agreed = false;             // the ranks agreed on this call already (AllReduceOptions::agreed)
 
   // "rank 0: all_reduce (ring) #3 timed out after 2 s waiting for <what>"
   [[noreturn]] void timeout(const std::string& what) const;
@@ -104,9 +106,13 @@ class Communicator {
   virtual int recv_any(const Tensor& buffer, int64_t tag, const OpContext& ctx) = 0;
   // Every rank's signature, in rank order (debug mode: before the collective, blocking).
   virtual std::vector<CollectiveSignature> gather_signatures(const CollectiveSignature& mine, const OpContext& ctx) = 0;
-  // Starts the Agreement for this collective, or checks at once where that is cheap; null
-  // when nothing is left to wait for.
+  // Makes sure every rank runs the same collective as this one, as cheaply as the backend
+  // allows without ever letting mismatched calls meet where they could corrupt memory:
+  // returns an Agreement to finish beside the collective, or null when the check is done
+  // (or, for a collective of the backend's own, not needed).
   virtual std::unique_ptr<Agreement> start_agreement(const CollectiveSignature& mine, const OpContext& ctx) = 0;
+  // The body of ProcessGroup::agree: every rank's ctx.signature compared, nothing else.
+  virtual void agree(const OpContext& ctx) = 0;
   [[noreturn]] virtual void abort(int exit_code) = 0;
 };
 

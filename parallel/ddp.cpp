@@ -8,9 +8,27 @@
 #include <unordered_set>
 
 #include "autograd/node.h"
+#include "parallel/flat_parameters.h"
 #include "parallel/replica_checks.h"
 
 namespace rg::parallel {
+
+namespace {
+// What a step all-reduces: the parameters' sizes and dtypes, how they are bucketed and reduced.
+int64_t layout_hash(const std::vector<NamedParameter>& parameters, const DDPOptions& o) {
+  uint64_t hash = kFnvOffsetBasis;
+  auto mix = [&](auto value) { hash = fnv1a(&value, sizeof value, hash); };
+  for (const auto& [name, p] : parameters) {
+    mix(p.numel());
+    mix(static_cast<int64_t>(p.dtype()));
+  }
+  mix(static_cast<int64_t>(o.reducer));
+  mix(static_cast<int64_t>(o.algorithm));
+  mix(o.bucket_cap_mb);
+  mix(o.first_bucket_mb);
+  return static_cast<int64_t>(hash);
+}
+}  // namespace
 
 DistributedDataParallel::DistributedDataParallel(std::shared_ptr<nn::Module> model, std::shared_ptr<ProcessGroup> pg,
                                                  const DDPOptions& options)
@@ -23,6 +41,7 @@ DistributedDataParallel::DistributedDataParallel(std::shared_ptr<nn::Module> mod
   }
   parameters_ = trainable_parameters(*model_);
   for (const auto& [name, p] : parameters_) wrapped_data_.push_back(p.data());
+  layout_ = layout_hash(parameters_, options_);
   reducer_ = make_reducer(parameters_, pg_,
                           {.kind = options_.reducer, .algorithm = options_.algorithm,
                            .bucket_cap_mb = options_.bucket_cap_mb, .first_bucket_mb = options_.first_bucket_mb});
@@ -49,6 +68,7 @@ void DistributedDataParallel::gradient_ready(size_t index) {
            "Each backward needs its own forward)");
   if (!backward_started_) {
     backward_started_ = true;
+    pg_->agree(++synchronised_steps_, layout_);
     for (size_t unused : std::exchange(unused_, {})) gradient_ready(unused);  // found at forward
   }
   ready_[index] = true;

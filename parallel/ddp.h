@@ -43,8 +43,11 @@ struct DDPOptions {
 // checks that every rank has the same parameters and buffers (names, shapes, dtypes), then
 // broadcasts their values from rank 0 (unless init_sync is off).
 //
-// The engine has no end-of-backward callback, so the hook of the last parameter to get its
-// gradient ends the backward's communication: the reducer's finish_backward() waits for
+// Before a backward's first all-reduce the ranks agree on the step number and the layout of
+// what they will all-reduce (ProcessGroup::agree, one small exchange per step), so ranks that
+// disagree, e.g. one that already stopped training, get a named error, and the step's own
+// all-reduces need no check. The engine has no end-of-backward callback, so the hook of the
+// last parameter to get its gradient ends the backward's communication: the reducer's finish_backward() waits for
 // every all-reduce, and when loss.backward() returns every gradient is averaged, ready for
 // the optimizer. Two backward passes through one forward are an error (as in PyTorch).
 class DistributedDataParallel {
@@ -115,6 +118,8 @@ class DistributedDataParallel {
   std::vector<bool> ready_;       // per parameter, this backward
   size_t ready_count_ = 0;
   std::vector<size_t> unused_;    // found at forward; reported ready when backward begins
+  int64_t layout_ = 0;            // a hash of what every step all-reduces, agreed on each step
+  int64_t synchronised_steps_ = 0;
   bool backward_started_ = false;
   bool sync_enabled_ = true;        // false inside no_sync()
   bool sync_this_backward_ = true;  // sync_enabled_ at the last forward

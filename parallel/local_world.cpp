@@ -246,6 +246,8 @@ class LocalCommunicator : public Communicator {
     return all;
   }
 
+  void agree(const OpContext& ctx) override { collective(ctx, {*ctx.signature, Tensor(), Tensor()}, [](const Round&) {}); }
+
   // The library collectives compare every rank's call as they meet (collective() below);
   // the hand-written algorithms run on messages, so their callers meet once first, in the
   // same round a library collective of that sequence number would use, so that a rank

@@ -93,30 +93,16 @@ void park(std::shared_ptr<void> buffer) {
   parked().push_back(std::move(buffer));
 }
 
-// A batch of sends and receives. The wait also checks that every receive got as many
-// bytes as it expected: a shorter message would pass MPI unnoticed (a longer one fails).
+// A batch of sends and receives; the receives check their size as they arrive (PendingMpi).
 class MpiRequest : public P2PRequest {
  public:
-  MpiRequest(MpiCommunicator& comm, PendingMpi pending, std::vector<int> expected_bytes)
-      : comm_(comm), pending_(std::move(pending)), expected_bytes_(std::move(expected_bytes)) {}
+  MpiRequest(MpiCommunicator& comm, PendingMpi pending) : comm_(comm), pending_(std::move(pending)) {}
   ~MpiRequest() override { park_if_pending(pending_); }
-
-  void wait(const OpContext& ctx) override {
-    const std::vector<MPI_Status> statuses = comm_.wait(pending_, ctx, "point-to-point");
-    for (size_t i = 0; i < statuses.size(); ++i) {
-      if (expected_bytes_[i] < 0) continue;  // a send
-      int received = 0;
-      MPI_Get_count(&statuses[i], MPI_BYTE, &received);
-      if (received != expected_bytes_[i])
-        ctx.fail(detail::concat("rank ", pending_.peers[i], " sent ", received, " bytes but the receive buffer holds ",
-                                expected_bytes_[i], " (the ranks disagree on the message)"));
-    }
-  }
+  void wait(const OpContext& ctx) override { comm_.wait(pending_, ctx, "point-to-point"); }
 
  private:
   MpiCommunicator& comm_;
   PendingMpi pending_;
-  std::vector<int> expected_bytes_;  // by request: a receive's size, -1 for a send
 };
 
 // Where a rank is, as it answers another's status query: the op it is waiting in.
@@ -168,18 +154,22 @@ std::vector<MPI_Status> MpiCommunicator::wait(PendingMpi& pending, const OpConte
   std::vector<MPI_Status> statuses(requests.size());
   try {
     while (true) {
+      const bool posted = receive_arrived(pending, ctx);
       int done = 0;
       int rc = MPI_Testall(static_cast<int>(requests.size()), requests.data(), &done, statuses.data());
       if (rc != MPI_SUCCESS) ctx.fail(std::string(call) + " failed: " + mpi_error_string(error_in(statuses, rc)));
-      if (done) return statuses;
+      if (done && posted) return statuses;
       const auto now = Clock::now();
       if (now < busy_until) continue;  // a small message: nothing else costs as little as asking again
       if (ctx.agreement) ctx.agreement->poll(ctx);
       answer_status_queries(ctx);
       if (now >= ctx.deadline) {
+        std::vector<bool> outstanding(requests.size());
+        for (size_t i = 0; i < requests.size(); ++i) outstanding[i] = requests[i] != MPI_REQUEST_NULL;
+        for (const auto& arrival : pending.arrivals) outstanding[arrival.request] = !arrival.matched;
         std::string waiting;
         for (size_t i = 0; i < requests.size(); ++i) {
-          if (requests[i] == MPI_REQUEST_NULL) continue;
+          if (!outstanding[i]) continue;
           waiting += waiting.empty() ? "" : ", ";
           waiting += pending.peers[i] == kWholeGroup ? std::string("the group")
                      : pending.peers[i] == kAnyRank  ? std::string("any rank (none arrived)")
@@ -196,6 +186,31 @@ std::vector<MPI_Status> MpiCommunicator::wait(PendingMpi& pending, const OpConte
     park_if_pending(pending);
     throw;
   }
+}
+
+bool MpiCommunicator::receive_arrived(PendingMpi& pending, const OpContext& ctx) {
+  bool all = true;
+  for (auto& a : pending.arrivals) {
+    if (a.matched) continue;
+    const int source = pending.peers[a.request] == kAnyRank ? MPI_ANY_SOURCE : pending.peers[a.request];
+    int arrived = 0;
+    MPI_Message message;
+    MPI_Status status;
+    check_mpi(MPI_Improbe(source, a.tag, a.comm, &arrived, &message, &status), "MPI_Improbe", rank_);
+    if (!arrived) {
+      all = false;
+      continue;
+    }
+    int bytes = 0;
+    MPI_Get_count(&status, MPI_BYTE, &bytes);
+    if (bytes != a.bytes)
+      ctx.fail(detail::concat("rank ", status.MPI_SOURCE, " sent ", bytes, " bytes but the receive buffer holds ",
+                              a.bytes, " (the ranks disagree on the message)"));
+    check_mpi(MPI_Imrecv(a.data, a.bytes, MPI_BYTE, &message, &pending.requests[a.request]), "MPI_Imrecv", rank_);
+    pending.peers[a.request] = status.MPI_SOURCE;
+    a.matched = true;
+  }
+  return all;
 }
 
 // Every query that has arrived gets this rank's whereabouts: the op it waits in.
@@ -354,37 +369,29 @@ std::unique_ptr<P2PRequest> MpiCommunicator::start_p2p(const std::vector<P2POp>&
   MPI_Comm comm = channel == Channel::user ? user_ : collective_;
   OpContext ctx{rank_, tag, "point-to-point", {}, 0};
   PendingMpi pending;
-  std::vector<int> expected_bytes;
   for (const P2POp& op : ops) {
-    const int count = mpi_count(static_cast<int64_t>(op.buffer.nbytes()), ctx);
-    void* data = op.buffer.nbytes() ? op.buffer.raw_data() : nullptr;
-    MPI_Request r = MPI_REQUEST_NULL;
-    const int rc = op.kind == P2POp::recv ? MPI_Irecv(data, count, MPI_BYTE, op.peer, mpi_tag(tag), comm, &r)
-                                          : MPI_Isend(data, count, MPI_BYTE, op.peer, mpi_tag(tag), comm, &r);
-    pending.requests.push_back(r);
+    const int bytes = mpi_count(static_cast<int64_t>(op.buffer.nbytes()), ctx);
+    void* data = bytes ? op.buffer.raw_data() : nullptr;
+    pending.requests.push_back(MPI_REQUEST_NULL);
     pending.peers.push_back(op.peer);
     pending.buffers.push_back(op.buffer);
-    expected_bytes.push_back(op.kind == P2POp::recv ? count : -1);
-    if (rc != MPI_SUCCESS) park_if_pending(pending);  // the ones already started keep their buffers
-    check_mpi(rc, op.kind == P2POp::recv ? "MPI_Irecv" : "MPI_Isend", rank_);
+    if (op.kind == P2POp::recv) {
+      pending.arrivals.push_back({pending.requests.size() - 1, data, bytes, mpi_tag(tag), comm});
+      continue;
+    }
+    const int rc = MPI_Isend(data, bytes, MPI_BYTE, op.peer, mpi_tag(tag), comm, &pending.requests.back());
+    if (rc != MPI_SUCCESS) park_if_pending(pending);  // the sends already started keep their buffers
+    check_mpi(rc, "MPI_Isend", rank_);
   }
-  return std::make_unique<MpiRequest>(*this, std::move(pending), std::move(expected_bytes));
+  return std::make_unique<MpiRequest>(*this, std::move(pending));
 }
 
 int MpiCommunicator::recv_any(const Tensor& buffer, int64_t tag, const OpContext& ctx) {
-  int count = mpi_count(static_cast<int64_t>(buffer.nbytes()), ctx);
-  PendingMpi pending{{MPI_REQUEST_NULL}, {kAnyRank}, {buffer}};
-  check_mpi(MPI_Irecv(count ? buffer.raw_data() : nullptr, count, MPI_BYTE, MPI_ANY_SOURCE, mpi_tag(tag), user_,
-                      &pending.requests[0]),
-            "MPI_Irecv", rank_);
-  MPI_Status status = wait(pending, ctx, "point-to-point").front();
-  // A longer message fails the receive (MPI_ERR_TRUNCATE); a shorter one would pass unseen.
-  int received = 0;
-  check_mpi(MPI_Get_count(&status, MPI_BYTE, &received), "MPI_Get_count", rank_);
-  if (received != count)
-    ctx.fail(detail::concat("rank ", status.MPI_SOURCE, " sent ", received, " bytes but the receive buffer holds ",
-                            count));
-  return status.MPI_SOURCE;
+  const int bytes = mpi_count(static_cast<int64_t>(buffer.nbytes()), ctx);
+  PendingMpi pending{{MPI_REQUEST_NULL}, {kAnyRank}, {buffer}, {}};
+  pending.arrivals.push_back({0, bytes ? buffer.raw_data() : nullptr, bytes, mpi_tag(tag), user_});
+  wait(pending, ctx, "point-to-point");
+  return pending.peers[0];
 }
 
 namespace {
@@ -458,9 +465,20 @@ std::vector<CollectiveSignature> MpiCommunicator::gather_signatures(const Collec
   return signatures_in(all);
 }
 
-std::unique_ptr<Agreement> MpiCommunicator::start_agreement(const CollectiveSignature& mine, const OpContext&) {
-  return std::make_unique<MpiAgreement>(*this, mine, control_, size_);
+// MPI's own collectives must never meet a mismatched call: OpenMPI's non-blocking ones
+// abort the process when a message does not fit (NBC_Start_round). So their signatures are
+// compared first, a small exchange on the control communicator; DDP's buckets skip it
+// (ProcessGroup::agree covers a whole step). The hand-written algorithms are safe to start
+// at once, since every receive checks the size of what arrives before taking it, so their
+// check runs beside them.
+std::unique_ptr<Agreement> MpiCommunicator::start_agreement(const CollectiveSignature& mine, const OpContext& ctx) {
+  auto agreement = std::make_unique<MpiAgreement>(*this, mine, control_, size_);
+  if (mine.algorithm != static_cast<int64_t>(Algorithm::library)) return agreement;
+  agreement->finish(ctx);
+  return nullptr;
 }
+
+void MpiCommunicator::agree(const OpContext& ctx) { MpiAgreement(*this, *ctx.signature, control_, size_).finish(ctx); }
 
 void MpiCommunicator::abort(int exit_code) {
   runtime().broken = true;

@@ -18,11 +18,25 @@ void check_mpi(int rc, const char* call, int rank);
 // a rank), and the buffers MPI reads or writes for them. A wait that fails while requests
 // are still pending parks the buffers for the life of the process, since MPI may write
 // into them later: freeing them would let it corrupt whatever the memory holds next.
+//
+// Receives are not posted ahead: each waits as an Arrival until its message is there
+// (MPI_Improbe), is refused with a named error unless it has the expected size, and only
+// then is received into place (MPI_Imrecv). So a message that does not fit never touches
+// the buffer: ranks that disagree get an error, not an overrun.
 constexpr int kWholeGroup = -1, kAnyRank = -2;
 struct PendingMpi {
+  struct Arrival {
+    size_t request;  // the index it takes in `requests` once received
+    void* data;
+    int bytes;
+    int tag;
+    MPI_Comm comm;
+    bool matched = false;
+  };
   std::vector<MPI_Request> requests;
-  std::vector<int> peers;
+  std::vector<int> peers;  // a receive from kAnyRank learns its sender here
   std::vector<Tensor> buffers;
+  std::vector<Arrival> arrivals;
 };
 // Keeps `pending`'s buffers alive forever when any of its requests is still active.
 void park_if_pending(const PendingMpi& pending);
@@ -50,6 +64,7 @@ class MpiCommunicator : public Communicator {
   int recv_any(const Tensor& buffer, int64_t tag, const OpContext& ctx) override;
   std::vector<CollectiveSignature> gather_signatures(const CollectiveSignature& mine, const OpContext& ctx) override;
   std::unique_ptr<Agreement> start_agreement(const CollectiveSignature& mine, const OpContext& ctx) override;
+  void agree(const OpContext& ctx) override;
   [[noreturn]] void abort(int exit_code) override;
 
   // Polls `pending` until every request completes (OpenMPI progresses only while called),
@@ -60,6 +75,7 @@ class MpiCommunicator : public Communicator {
 
  private:
   void wait_collective(MPI_Request request, std::vector<Tensor> buffers, const OpContext& ctx, const char* call);
+  bool receive_arrived(PendingMpi& pending, const OpContext& ctx);  // true when every receive is posted
   void answer_status_queries(const OpContext& ctx);
   std::string where_the_others_are(const OpContext& ctx);
 

@@ -2,6 +2,7 @@
 // signature a collective is checked by, and OpContext's error messages; plus the two
 // element-wise helpers every algorithm and backend reduces with.
 #include <algorithm>
+#include <sstream>
 
 #include "parallel/communicator.h"
 #include "tensor/backend.h"
@@ -51,11 +52,17 @@ const char* op_kind_name(OpKind kind) {
     case OpKind::all_gather: return "all_gather";
     case OpKind::reduce_scatter: return "reduce_scatter";
     case OpKind::barrier: return "barrier";
+    case OpKind::agree: return "agree";
   }
   return "?";
 }
 
 std::string describe(const CollectiveSignature& s) {
+  if (s.kind == OpKind::agree) {
+    std::ostringstream layout;
+    layout << std::hex << static_cast<uint64_t>(s.numel);
+    return detail::concat("agree on step ", s.root, " (layout ", layout.str(), ") (#", s.seq, ")");
+  }
   std::string text = op_kind_name(s.kind);
   const bool reduces = s.kind == OpKind::all_reduce || s.kind == OpKind::reduce || s.kind == OpKind::reduce_scatter;
   const auto algorithm = static_cast<Algorithm>(s.algorithm);

@@ -151,6 +151,7 @@ class NcclCommunicator : public Communicator {
   std::unique_ptr<Agreement> start_agreement(const CollectiveSignature& mine, const OpContext& ctx) override {
     return mpi_.start_agreement(mine, ctx);
   }
+  void agree(const OpContext& ctx) override { mpi_.agree(ctx); }
   [[noreturn]] void abort(int exit_code) override { mpi_.abort(exit_code); }
 
   // Polls the stream until it drains; at the deadline aborts the NCCL communicator.

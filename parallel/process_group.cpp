@@ -132,25 +132,29 @@ void ProcessGroup::check_rank(int peer, const char* what) const {
 }
 
 std::shared_ptr<Work> ProcessGroup::submit(std::optional<CollectiveSignature> signature, const std::string& label,
-                                           Body body) {
+                                           Body body, bool agreed) {
   thread_->check_not_broken();
   int64_t seq = signature ? next_seq_++ : next_p2p_seq_++;
   if (signature) signature->seq = seq;
   std::string description = detail::concat("rank ", rank(), ": ", label, " #", seq);
   bool caller_waits = std::exchange(blocking_call_, false);
-  return thread_->submit(description, [this, signature, label, seq, body = std::move(body)] {
+  return thread_->submit(description, [this, signature, label, seq, agreed, body = std::move(body)] {
     const auto start = Clock::now();
     OpContext ctx{rank(), seq, label,
                   deadline_after(start, timeout_s_),
-                  timeout_s_, signature ? &*signature : nullptr};
-    // Debug mode checks before the collective; otherwise the check runs beside it.
+                  timeout_s_, signature ? &*signature : nullptr, nullptr, agreed};
+    // Debug mode checks every collective before it runs; otherwise the backend checks as
+    // cheaply as it safely can, unless the ranks agreed already (agree() is its own check).
     if (signature && debug_) check_signatures(*signature, ctx);
-    std::unique_ptr<Agreement> agreement = signature && !debug_ ? comm_->start_agreement(*signature, ctx) : nullptr;
+    const bool check = signature && !debug_ && !agreed && signature->kind != OpKind::agree;
+    std::unique_ptr<Agreement> agreement = check ? comm_->start_agreement(*signature, ctx) : nullptr;
     ctx.agreement = agreement.get();
     CommStats traffic;
     body(ctx, traffic);
     if (agreement) agreement->finish(ctx);
-    observers_.op_finished({label, seq, traffic.bytes_sent, traffic.bytes_received, start, Clock::now()});
+    // agree() is the group's own check, like the one beside every collective: not traffic.
+    if (!signature || signature->kind != OpKind::agree)
+      observers_.op_finished({label, seq, traffic.bytes_sent, traffic.bytes_received, start, Clock::now()});
   }, caller_waits);
 }
 
@@ -184,8 +188,7 @@ std::shared_ptr<Work> ProcessGroup::all_reduce_async(const Tensor& t, const AllR
   RG_CHECK(algorithm == Algorithm::library || is_floating(t.dtype()), "all_reduce: the ", algorithm_name(algorithm),
            " algorithm handles float32 and float64, not ", dtype_name(t.dtype()));
   const std::string label = detail::concat("all_reduce (", algorithm_name(algorithm), ")");
-  return submit(signature_of(OpKind::all_reduce, t, 0, options.op, algorithm), label,
-                [this, t, options, algorithm](const OpContext& ctx, CommStats& traffic) {
+  auto body = [this, t, options, algorithm](const OpContext& ctx, CommStats& traffic) {
     on_flat(t, [&](const Tensor& flat) {
       PointToPoint p2p(*comm_, ctx, traffic);
       switch (algorithm) {
@@ -200,7 +203,8 @@ std::shared_ptr<Work> ProcessGroup::all_reduce_async(const Tensor& t, const AllR
         case Algorithm::star: star_all_reduce(p2p, flat, options.op); break;
       }
     });
-  });
+  };
+  return submit(signature_of(OpKind::all_reduce, t, 0, options.op, algorithm), label, body, options.agreed);
 }
 
 std::shared_ptr<Work> ProcessGroup::broadcast_async(const Tensor& t, int root) {
@@ -280,6 +284,11 @@ std::shared_ptr<Work> ProcessGroup::reduce_scatter_async(const Tensor& output, c
       traffic.bytes_received += output.nbytes();
     });
   });
+}
+
+void ProcessGroup::agree(int64_t step, int64_t layout) {
+  CollectiveSignature mine{0, OpKind::agree, 0, layout, step, 0, 0};
+  blocking([&] { return submit(mine, "agree", [this](const OpContext& ctx, CommStats&) { comm_->agree(ctx); }); });
 }
 
 std::shared_ptr<Work> ProcessGroup::barrier_async() {

@@ -40,6 +40,9 @@ struct AllReduceOptions {
   ReduceOp op = ReduceOp::sum;
   std::optional<Algorithm> algorithm = std::nullopt;  // unset: the group's
   std::ostream* trace = nullptr;  // ring: print which chunk each rank passes at each step
+  // Every rank is known to make this same call (DDP's buckets, after its per-step agree()):
+  // skip the check each collective otherwise makes that all ranks call the same one.
+  bool agreed = false;
 };
 
 // reduce_scatter and all_gather run the library's collective unless `algorithm` is ring
@@ -118,6 +121,11 @@ class ProcessGroup {
   // rank's block r.
   void reduce_scatter(const Tensor& output, const Tensor& input, const ReduceScatterOptions& options = {});
   void barrier();
+  // A collective without data: every rank says where it is (a step number and a layout,
+  // e.g. a hash of the buckets it will all-reduce) and every rank throws, naming what each
+  // said, unless all say the same. DDP calls it once per step so that the step's bucket
+  // all-reduces need no check of their own.
+  void agree(int64_t step, int64_t layout);
   // Point to point. A send completes when the receiver has the data (on mpi, small
   // messages may complete earlier), and ops run in issue order, so two ranks that both
   // send first deadlock until the timeout: order sends and receives, or use a collective.
@@ -139,7 +147,8 @@ class ProcessGroup {
   std::shared_ptr<Work> recv_async(const Tensor& t, int src, int tag = 0);
   std::shared_ptr<RecvAnyWork> recv_any_async(const Tensor& t, int tag = 0);
 
-  // This rank's traffic (counted by the group's own observer).
+  // This rank's traffic (counted by the group's own observer): every op but agree(), whose
+  // exchange, like the check beside each collective, is the group's own.
   CommStats stats() const;
   void reset_stats();
   // Also reports every op to `observer` (e.g. a TraceObserver), from the thread that ran
@@ -154,7 +163,8 @@ class ProcessGroup {
   using Body = std::function<void(const OpContext& ctx, CommStats& traffic)>;
   // Queues `body`: a collective when `signature` is set (sequence-numbered and, in debug
   // mode, checked across ranks first), else a point-to-point op.
-  std::shared_ptr<Work> submit(std::optional<CollectiveSignature> signature, const std::string& label, Body body);
+  std::shared_ptr<Work> submit(std::optional<CollectiveSignature> signature, const std::string& label, Body body,
+                               bool agreed = false);
   // Runs start() (an *_async call) so that the op may run on this thread, then waits.
   template <class Start>
   void blocking(Start start);

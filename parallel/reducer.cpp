@@ -29,7 +29,8 @@ ReducerKind parse_reducer(const std::string& name) {
 
 CommHook allreduce_hook(Algorithm algorithm) {
   return [algorithm](ProcessGroup& pg, const GradBucket& bucket) {
-    return pg.all_reduce_async(bucket.flat, {.op = ReduceOp::avg, .algorithm = algorithm});
+    // The ranks agreed on the whole step before its first bucket (DDP's agree()).
+    return pg.all_reduce_async(bucket.flat, {.op = ReduceOp::avg, .algorithm = algorithm, .agreed = true});
   };
 }
 

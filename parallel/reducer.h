@@ -46,7 +46,8 @@ struct GradBucket {
 };
 
 // How a bucket is averaged: starts the op and returns its Work (PyTorch's comm hook). The
-// default is an averaging all_reduce_async; a hook may wrap it, as fault injection does
+// default is an averaging all_reduce_async, marked agreed because DDP has the ranks agree on
+// each step before its first bucket; a hook may wrap it, as fault injection does
 // (parallel/fault.h).
 using CommHook = std::function<std::shared_ptr<Work>(ProcessGroup& pg, const GradBucket& bucket)>;
 CommHook allreduce_hook(Algorithm algorithm);

@@ -220,10 +220,10 @@ ParallelOutcome run_under_mpi(const TrainOptions& options, const DataSplits& dat
     trainer.set_trace_epoch(report::TraceRecorder::Clock::now());
     return {trainer.run(), pg->rank() == 0};
   } catch (const ResumeError& e) {
-    std::cerr << "error: " << from_rank(pg->rank(), "--resume: " + e.message()) << std::endl;
+    std::cerr << "error: " + from_rank(pg->rank(), "--resume: " + e.message()) + "\n" << std::flush;  // one write
     pg->abort(2);
   } catch (const std::exception& e) {
-    std::cerr << "error: " << from_rank(pg->rank(), e.what()) << std::endl;
+    std::cerr << "error: " + from_rank(pg->rank(), e.what()) + "\n" << std::flush;  // one write: ranks share stderr
     pg->abort(1);
   }
 }
