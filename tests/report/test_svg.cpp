@@ -90,6 +90,9 @@ TEST_CASE("report.svg_log_ticks_and_labels", "[report]") {
   CHECK(format_tick(1.5e6, 5e5) == "1.5M");
   CHECK(format_tick(1e8, 1e8) == "100M");
   CHECK(format_tick(2e-6, 1e-6) == "2e-06");
+  CHECK(format_tick(5e14, 1e14) == "500T");
+  CHECK(format_tick(1e20, 1e20) == "1e+20");
+  CHECK(format_tick(1e300, 1e300) == "1e+300");
 }
 
 TEST_CASE("report.svg_line_chart", "[report]") {
