@@ -21,6 +21,7 @@
 #include "parallel/data_parallel.h"
 #include "parallel/ddp.h"
 #include "parallel/process_group.h"
+#include "report/grid_svg.h"
 #include "report/metrics.h"
 #include "report/progress.h"
 #include "report/svg.h"
