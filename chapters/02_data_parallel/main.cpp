@@ -147,16 +147,6 @@ Measured run_setup(const std::shared_ptr<ProcessGroup>& pg, const Setup& setup, 
   return m;
 }
 
-// The steps to show in the table: 1, 2, 5, 10, 20, 50, ... and the last.
-std::vector<size_t> shown_steps(size_t steps) {
-  std::vector<size_t> shown;
-  for (size_t decade = 1; decade <= steps; decade *= 10)
-    for (size_t k : {1, 2, 5})
-      if (k * decade <= steps) shown.push_back(k * decade);
-  if (shown.back() != steps) shown.push_back(steps);
-  return shown;
-}
-
 void print_results(const std::vector<Measured>& all, int n, const Config& config) {
   std::printf("\nstep 1: the combined gradient against the single device's gradient of the whole batch\n");
   report::Table first({"setup", "dtype", "max |g_dp - g_64|", "relative to max |g_64|", "first update max |diff|"});
@@ -170,7 +160,7 @@ void print_results(const std::vector<Measured>& all, int n, const Config& config
   std::vector<std::string> header{"step"};
   for (const Measured& m : all) header.push_back(m.setup.name + " " + dtype_name(m.setup.dtype));
   report::Table steps(header);
-  for (size_t k : shown_steps(all.front().param_diff.size())) {
+  for (size_t k : chapters::shown_steps(1, all.front().param_diff.size())) {
     std::vector<std::string> row{std::to_string(k)};
     for (const Measured& m : all) row.push_back(chapters::number(m.param_diff[k - 1]));
     steps.add_row(row);

@@ -152,16 +152,6 @@ std::string short_hex(uint64_t fingerprint) {
   return text;
 }
 
-// The steps to show: 0, 1, 2, 5, 10, 20, 50, ... and the last.
-std::vector<size_t> shown_steps(size_t last) {
-  std::vector<size_t> shown{0};
-  for (size_t decade = 1; decade <= last; decade *= 10)
-    for (size_t k : {1, 2, 5})
-      if (k * decade <= last) shown.push_back(k * decade);
-  if (shown.back() != last) shown.push_back(last);
-  return shown;
-}
-
 void print_run(const RunResult& run) {
   const size_t ranks = run.test_accuracy.size(), tensors = run.names.size();
   std::printf("\n%s: fingerprint of %s (first 32 of 64 bits) per rank, tensors equal on all ranks, "
@@ -171,7 +161,7 @@ void print_run(const RunResult& run) {
   for (size_t r = 0; r < ranks; ++r) header.push_back("rank " + std::to_string(r));
   header.insert(header.end(), {"equal tensors", "max |p_a - p_b|", "predictions unlike rank 0's"});
   report::Table table(header);
-  for (size_t k : shown_steps(run.steps.size() - 1)) {
+  for (size_t k : chapters::shown_steps(0, run.steps.size() - 1)) {
     const StepRecord& s = run.steps[k];
     std::vector<std::string> row{std::to_string(k)};
     for (size_t r = 0; r < ranks; ++r) row.push_back(short_hex(s.fingerprints[r][0]));

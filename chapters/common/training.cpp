@@ -1,7 +1,8 @@
-// seeded_model and evaluate.
+// seeded_model, evaluate and shown_steps.
 #include "chapters/common/training.h"
 
 #include <mutex>
+#include <set>
 
 #include "autograd/functions.h"
 #include "models/models.h"
@@ -31,6 +32,14 @@ TestResult evaluate(nn::Module& model, data::DataLoader& test, int64_t max_batch
     if (++batches == max_batches) break;
   }
   return {loss_sum / static_cast<double>(seen), static_cast<double>(correct) / static_cast<double>(seen)};
+}
+
+std::vector<size_t> shown_steps(size_t first, size_t last) {
+  std::set<size_t> shown{first, last};
+  for (size_t decade = 1; decade <= last; decade *= 10)
+    for (size_t k : {1, 2, 5})
+      if (k * decade >= first && k * decade <= last) shown.insert(k * decade);
+  return {shown.begin(), shown.end()};
 }
 
 }  // namespace rg::chapters

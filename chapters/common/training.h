@@ -1,9 +1,11 @@
 // Small training helpers that several chapters share: a model drawn from a chosen seed
-// (safe on the rank-threads of a local world) and its loss and accuracy on a test set.
+// (safe on the rank-threads of a local world), its loss and accuracy on a test set, and the
+// steps of a long run worth a row in a table.
 #pragma once
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "data/data.h"
 #include "nn/module.h"
@@ -22,5 +24,8 @@ struct TestResult {
 // Loss and accuracy of `model` on the batches of `test` (all, or the first max_batches),
 // with the images cast to the model's dtype; no graph is recorded.
 TestResult evaluate(nn::Module& model, data::DataLoader& test, int64_t max_batches = 0);
+
+// `first`, then 1, 2, 5, 10, 20, 50, ... up to `last`, and `last`: in order, each once.
+std::vector<size_t> shown_steps(size_t first, size_t last);
 
 }  // namespace rg::chapters

@@ -10,10 +10,7 @@ namespace {
 // Checks a run that averaged: confirmed, and the figures it printed say why.
 void check_confirmed(const ChapterRun& run) {
   INFO(run.output);
-  REQUIRE(run.exit_code == 0);
-  const Verdict verdict = last_verdict(run.output);
-  REQUIRE(verdict.found);
-  CHECK(verdict.claim == "C02");
+  const Verdict verdict = finished_verdict(run, "C02");
   CHECK(verdict.confirmed);
   CHECK(number_after(verdict.details, "whole batch: max |diff| ") <= 1e-12);
   CHECK(number_after(verdict.details, "(float64), ") <= 1e-5);   // the float32 gradient, absolute
@@ -39,9 +36,7 @@ TEST_CASE("chapters.c02_data_parallel_mpi", "[chapters]") {
 TEST_CASE("chapters.c02_data_parallel_flips", "[chapters]") {
   const ChapterRun run = run_chapter("02_data_parallel", "--quick --sum");
   INFO(run.output);
-  REQUIRE(run.exit_code == 0);
-  const Verdict verdict = last_verdict(run.output);
-  REQUIRE(verdict.found);
+  const Verdict verdict = finished_verdict(run, "C02");
   CHECK_FALSE(verdict.confirmed);
   CHECK(number_after(verdict.details, "whole batch: max |diff| ") > 0.01);  // 4x the gradient
   CHECK(number_after(verdict.details, "steps: max |diff| ") > 1e-3);

@@ -9,10 +9,7 @@ namespace {
 
 void check_confirmed(const ChapterRun& run, int ranks) {
   INFO(run.output);
-  REQUIRE(run.exit_code == 0);
-  const Verdict verdict = last_verdict(run.output);
-  REQUIRE(verdict.found);
-  CHECK(verdict.claim == "C03");
+  const Verdict verdict = finished_verdict(run, "C03");
   CHECK(verdict.confirmed);
   CHECK(number_after(verdict.details, "tensors on ") == ranks);
   CHECK(number_after(verdict.details, "differing in ") == 0);
@@ -40,9 +37,7 @@ TEST_CASE("chapters.c03_replica_consistency_mpi", "[chapters]") {
 TEST_CASE("chapters.c03_replica_consistency_flips", "[chapters]") {
   const ChapterRun run = run_chapter("03_replica_consistency", "--quick --no-broadcast");
   INFO(run.output);
-  REQUIRE(run.exit_code == 0);
-  const Verdict verdict = last_verdict(run.output);
-  REQUIRE(verdict.found);
+  const Verdict verdict = finished_verdict(run, "C03");
   CHECK_FALSE(verdict.confirmed);
   CHECK(number_after(verdict.details, "differing in ") > 0);
   CHECK(number_after(verdict.details, "at worst, max |p_a - p_b| ") > 0.01);

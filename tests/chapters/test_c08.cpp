@@ -7,18 +7,9 @@ namespace rg::chapters::test {
 
 namespace {
 
-Verdict verdict_of(const ChapterRun& run) {
-  INFO(run.output);
-  REQUIRE(run.exit_code == 0);
-  const Verdict verdict = last_verdict(run.output);
-  REQUIRE(verdict.found);
-  CHECK(verdict.claim == "C08");
-  return verdict;
-}
-
 void check_confirmed(const ChapterRun& run) {
   INFO(run.output);
-  const Verdict verdict = verdict_of(run);
+  const Verdict verdict = finished_verdict(run, "C08");
   CHECK(verdict.confirmed);
   CHECK(number_after(verdict.details, "not divisible by N): ") == 0);
   CHECK(number_after(verdict.details, "the chapter's ring: ") == 0);
@@ -47,7 +38,7 @@ TEST_CASE("chapters.c08_ring_allreduce_mpi", "[chapters]") {
 TEST_CASE("chapters.c08_ring_allreduce_flips", "[chapters]") {
   const ChapterRun run = run_chapter("08_ring_allreduce", "--quick --wrong-chunk");
   INFO(run.output);
-  const Verdict verdict = verdict_of(run);
+  const Verdict verdict = finished_verdict(run, "C08");
   CHECK_FALSE(verdict.confirmed);
   CHECK(number_after(verdict.details, "not divisible by N): ") == 0);  // the library's ring is untouched
   CHECK(number_after(verdict.details, "the chapter's ring: ") > 0);
