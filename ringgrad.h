@@ -26,6 +26,7 @@
 #include "parallel/observer.h"
 #include "parallel/process_group.h"
 #include "parallel/reducer.h"
+#include "report/grid_svg.h"
 #include "report/metrics.h"
 #include "report/progress.h"
 #include "report/stopwatch.h"

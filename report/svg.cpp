@@ -117,7 +117,8 @@ std::string format_tick(double value, double step) {
   const double scaled_step = step > 0 ? step / scale : 1;
   const int decimals = std::max(0, static_cast<int>(-std::floor(std::log10(scaled_step) + 1e-9)));
   char text[48];
-  if (decimals > 4) {
+  // Tiny spacings, and values beyond the largest suffix ("1e+20", not "100000000T").
+  if (decimals > 4 || std::abs(value) >= 1e15) {
     std::snprintf(text, sizeof text, "%.3g", value);
     return text;
   }

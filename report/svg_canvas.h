@@ -1,7 +1,8 @@
 // The drawing kit shared by the chart kinds (svg.cpp: line and bar charts; timeline_svg.cpp:
-// timelines): a tiny SVG element writer, the palette, axes with nice ticks, the plot frame,
-// titles and legends. Pixel sizes are fixed guesses for 12px sans-serif text; the viewBox
-// lets viewers scale the result. Internal to report/: callers include svg.h.
+// timelines; grid_svg.cpp: panels of grids): a tiny SVG element writer, the palette, axes
+// with nice ticks, the plot frame, titles and legends. Pixel sizes are fixed guesses for 12px
+// sans-serif text; the viewBox lets viewers scale the result. Internal to report/: callers
+// include svg.h, timeline_svg.h or grid_svg.h.
 #pragma once
 #include <algorithm>
 #include <cmath>
@@ -55,6 +56,11 @@ class Svg {
   void polyline(const std::vector<Point>& pixels, std::string_view stroke) {
     body_ << "<polyline fill=\"none\" stroke=\"" << stroke
           << "\" stroke-width=\"2\" stroke-linejoin=\"round\" points=\"";
+    for (const Point& p : pixels) body_ << num(p.x) << ',' << num(p.y) << ' ';
+    body_ << "\"/>\n";
+  }
+  void polygon(const std::vector<Point>& pixels, std::string_view fill) {
+    body_ << "<polygon fill=\"" << fill << "\" points=\"";
     for (const Point& p : pixels) body_ << num(p.x) << ',' << num(p.y) << ' ';
     body_ << "\"/>\n";
   }

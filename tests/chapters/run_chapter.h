@@ -44,6 +44,16 @@ inline Verdict last_verdict(const std::string& output) {
   return {m[1], m[2] == "confirmed", m[3], true};
 }
 
+// The verdict of a run that must have finished (exit code 0) with a verdict line for `claim`.
+inline Verdict finished_verdict(const ChapterRun& run, const std::string& claim) {
+  INFO(run.output);
+  REQUIRE(run.exit_code == 0);
+  const Verdict verdict = last_verdict(run.output);
+  REQUIRE(verdict.found);
+  CHECK(verdict.claim == claim);
+  return verdict;
+}
+
 // Every number in `text`, in order ("loss 0.31 -> 0.12, 87.5%" gives 0.31, 0.12, 87.5).
 inline std::vector<double> numbers_in(const std::string& text) {
   static const std::regex number(R"([-+]?(?:[0-9]*\.[0-9]+|[0-9]+)(?:[eE][-+]?[0-9]+)?)");

@@ -1,11 +1,12 @@
 // SVG charts: well-formed XML, no NaN/Inf text, nice ticks covering the data, legends,
-// log axes, escaping, and the "no data" fallback.
+// log axes, escaping, the "no data" fallback, timelines and grid panels.
 #include <catch2/catch.hpp>
 #include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <random>
 
+#include "report/grid_svg.h"
 #include "report/svg.h"
 #include "report/timeline_svg.h"
 #include "tensor/error.h"
@@ -35,6 +36,12 @@ std::size_t occurrences(const std::string& text, const std::string& part) {
   std::size_t n = 0;
   for (std::size_t at = text.find(part); at != std::string::npos; at = text.find(part, at + 1)) ++n;
   return n;
+}
+
+// The root element's width or height attribute.
+double root_size(const std::string& svg, const std::string& attribute) {
+  const std::size_t at = svg.find(" " + attribute + "=\"", svg.find("<svg"));
+  return std::stod(svg.substr(at + attribute.size() + 3));
 }
 
 bool is_1_2_5(double step) {
@@ -90,6 +97,9 @@ TEST_CASE("report.svg_log_ticks_and_labels", "[report]") {
   CHECK(format_tick(1.5e6, 5e5) == "1.5M");
   CHECK(format_tick(1e8, 1e8) == "100M");
   CHECK(format_tick(2e-6, 1e-6) == "2e-06");
+  CHECK(format_tick(5e14, 1e14) == "500T");
+  CHECK(format_tick(1e20, 1e20) == "1e+20");
+  CHECK(format_tick(1e300, 1e300) == "1e+300");
 }
 
 TEST_CASE("report.svg_line_chart", "[report]") {
@@ -164,4 +174,36 @@ TEST_CASE("report.svg_timeline_lanes", "[report]") {
   for (const char* lane : {">rank 0<", ">rank 1<", ">rank 2 (slow)<"}) CHECK_THAT(svg, Contains(lane));
   CHECK(svg.find(">rank 3<") == std::string::npos);
   for (const char* label : {">compute<", ">backward<", ">comm<", ">time (ms)<"}) CHECK_THAT(svg, Contains(label));
+}
+
+TEST_CASE("report.svg_grid_panels", "[report]") {
+  GridPanels grid({.title = "ring <steps>", .row_labels = {"chunk 0", "chunk 1"},
+                   .column_labels = {"rank 0", "rank 1", "rank 2"}, .panels_per_line = 2});
+  check_svg(grid.str());
+  CHECK_THAT(grid.str(), Contains("no data"));
+  grid.add_panel({.title = "start", .text = {{"0", "1", "2"}, {"0", "1", "2"}}});
+  grid.add_panel({.title = "step 1",
+                  .text = {{"0", "0+1", "2"}, {"0+2", "1", "2"}},
+                  .shade = {{0.3, 0.6, 0.3}, {0.6, NAN, 0.3}},
+                  .arrows = {{.row = 0, .from_column = 0, .to_column = 1}, {.row = 1, .from_column = 2, .to_column = 0}}});
+  grid.add_panel({.title = "step 2", .text = {{"a", "b", "c"}, {"d", "e", "f"}}});
+  const std::string svg = grid.str();
+  check_svg(svg);
+  for (const char* label : {"ring &lt;steps&gt;", ">chunk 1<", ">rank 2<", ">0+1<", ">0+2<", ">step 2<"})
+    CHECK_THAT(svg, Contains(label));
+  // One arrowhead for the arrow to the neighbour, two for the one around the ring.
+  CHECK(occurrences(svg, "<polygon") == 3);
+  CHECK(occurrences(svg, "fill-opacity=\"0.42\"") == 2);  // shade 0.6 at 70%
+  // Three panels, two per line: twice as wide as one panel, and taller.
+  GridPanels one({.title = "ring <steps>", .row_labels = {"chunk 0", "chunk 1"},
+                  .column_labels = {"rank 0", "rank 1", "rank 2"}});
+  one.add_panel({.text = {{"", "", ""}, {"", "", ""}}});
+  CHECK(root_size(svg, "width") == Approx(2 * root_size(one.str(), "width")));
+  CHECK(root_size(svg, "height") > root_size(one.str(), "height"));
+  CHECK_THROWS_AS(grid.add_panel({.title = "short", .text = {{"0", "1", "2"}}}), rg::Error);
+  CHECK_THROWS_AS(grid.add_panel({.text = {{"", "", ""}, {"", "", ""}}, .shade = {{0}}}), rg::Error);
+  CHECK_THROWS_AS(grid.add_panel({.text = {{"", "", ""}, {"", "", ""}}, .arrows = {{.row = 2}}}), rg::Error);
+  CHECK_THROWS_AS(grid.add_panel({.text = {{"", "", ""}, {"", "", ""}}, .arrows = {{.row = 0, .from_column = 1, .to_column = 1}}}),
+                  rg::Error);
+  CHECK_THROWS_AS(GridPanels({.row_labels = {"a"}, .column_labels = {}}), rg::Error);
 }
