@@ -17,11 +17,13 @@ Tensor as_model_input(const Tensor& x, const nn::Module& model, const Device& de
   return on_device.to(parameters.front().dtype());
 }
 
-Evaluation evaluate(nn::Module& model, data::DataLoader& loader, const Device& device) {
+Evaluation evaluate(nn::Module& model, data::DataLoader& loader, const Device& device, int64_t max_batches) {
   NoGradGuard no_grad;
   model.eval();
   Evaluation sums;
+  int64_t batches = 0;
   for (auto& [x, y] : loader) {
+    if (max_batches > 0 && batches++ == max_batches) break;
     const Tensor labels = y.device() == device ? y : y.to(device);
     Variable logits = model(as_model_input(x, model, device));
     sums.loss_sum += cross_entropy(logits, labels, Reduction::sum).item();

@@ -24,8 +24,9 @@ int64_t count_correct(const Tensor& logits, const Tensor& labels);
 // float32; a float64 model gets them in float64).
 Tensor as_model_input(const Tensor& x, const nn::Module& model, const Device& device);
 
-// Runs the model over every batch of `loader` in eval mode and without recording a graph,
-// then puts it back in training mode.
-Evaluation evaluate(nn::Module& model, data::DataLoader& loader, const Device& device);
+// Runs the model over the batches of `loader` (every one, or the first max_batches) in eval
+// mode and without recording a graph, then puts it back in training mode.
+Evaluation evaluate(nn::Module& model, data::DataLoader& loader, const Device& device = Device::cpu(),
+                    int64_t max_batches = 0);
 
 }  // namespace rg::models

@@ -87,6 +87,11 @@ std::string disagreement(const std::vector<CollectiveSignature>& all) {
   return mismatch.empty() ? "" : "rank 0 " + describe(all[0]) + mismatch;
 }
 
+std::string from_rank(int rank, const std::string& message) {
+  const std::string prefix = detail::concat("rank ", rank, ": ");
+  return message.starts_with(prefix) ? message : prefix + message;
+}
+
 Clock::time_point deadline_after(Clock::time_point start, double seconds) {
   // About three years: far enough to mean "no limit", near enough that no clock or
   // condition-variable arithmetic overflows.

@@ -195,6 +195,9 @@ class ProcessGroup {
 std::shared_ptr<ProcessGroup> init_process_group(const ProcessGroupOptions& options, int argc = 0,
                                                  char** argv = nullptr);
 
+// "rank 2: <message>", with the prefix once: the process group's own errors start so already.
+std::string from_rank(int rank, const std::string& message);
+
 // A collective: every rank's `text`, in rank order (for messages and traces; any length).
 std::vector<std::string> all_gather_strings(ProcessGroup& pg, const std::string& text);
 

@@ -44,7 +44,7 @@ struct Measured {
   double grad_diff = 0, grad_scale = 0;  // step 1: max |g_parallel - g_64|, max |g_64|
   double update_diff = 0;                // step 1: max |lr' g_parallel - lr g_64|, the first update
   std::vector<double> param_diff;        // after each step: max |p_parallel - p_single|
-  chapters::TestResult single, parallel;
+  models::Evaluation single, parallel;
   // The largest difference over the steps; NaN once a run has diverged to NaN.
   double worst_param_diff() const {
     double worst = 0;
@@ -141,8 +141,8 @@ Measured run_setup(const std::shared_ptr<ProcessGroup>& pg, const Setup& setup, 
   }
   if (rank == 0) {
     data::DataLoader test_loader(test, {.batch_size = 1000});
-    m.single = chapters::evaluate(*single, test_loader, config.test_batches);
-    m.parallel = chapters::evaluate(*replica, test_loader, config.test_batches);
+    m.single = models::evaluate(*single, test_loader, Device::cpu(), config.test_batches);
+    m.parallel = models::evaluate(*replica, test_loader, Device::cpu(), config.test_batches);
   }
   return m;
 }
@@ -170,9 +170,9 @@ void print_results(const std::vector<Measured>& all, int n, const Config& config
   std::printf("\ntest set after %zu steps: single device vs data parallel\n", all.front().param_diff.size());
   report::Table test({"setup", "dtype", "single loss", "parallel loss", "single acc %", "parallel acc %"});
   for (const Measured& m : all)
-    test.add_row({m.setup.name, dtype_name(m.setup.dtype), report::Table::number(m.single.loss, 4),
-                  report::Table::number(m.parallel.loss, 4), report::Table::number(100 * m.single.accuracy, 2),
-                  report::Table::number(100 * m.parallel.accuracy, 2)});
+    test.add_row({m.setup.name, dtype_name(m.setup.dtype), report::Table::number(m.single.loss(), 4),
+                  report::Table::number(m.parallel.loss(), 4), report::Table::number(100 * m.single.accuracy(), 2),
+                  report::Table::number(100 * m.parallel.accuracy(), 2)});
   test.print(std::cout);
 }
 

@@ -141,7 +141,7 @@ RunResult train_and_compare(const std::shared_ptr<ProcessGroup>& pg, bool broadc
     }
   }
   result.library_check = library_check(ddp);
-  const double accuracy = chapters::evaluate(*model, test_loader, config.test_batches).accuracy;
+  const double accuracy = models::evaluate(*model, test_loader, Device::cpu(), config.test_batches).accuracy();
   for (const auto& row : gather(*pg, std::vector<double>{accuracy})) result.test_accuracy.push_back(row[0]);
   return result;
 }

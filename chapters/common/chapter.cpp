@@ -83,7 +83,7 @@ void run_ranks(const Flags& flags, int argc, char** argv,
     try {
       fn(pg);
     } catch (const std::exception& e) {
-      std::cerr << "error: rank " << pg->rank() << ": " << e.what() << std::endl;
+      std::cerr << "error: " + parallel::from_rank(pg->rank(), e.what()) + "\n" << std::flush;  // one write
       pg->abort(1);  // the other ranks would wait for this one until their timeout
     }
     return;

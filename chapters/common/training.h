@@ -1,6 +1,6 @@
 // Small training helpers that several chapters share: a model drawn from a chosen seed
-// (safe on the rank-threads of a local world), its loss and accuracy on a test set, and the
-// steps of a long run worth a row in a table.
+// (safe on the rank-threads of a local world), and the steps of a long run worth a row in a
+// table. (A model's test loss and accuracy: models::evaluate.)
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -15,15 +15,6 @@ namespace rg::chapters {
 // models::make_model(name, shape) with its parameters drawn from `seed`. The parameters
 // come from the process-wide default_generator(), so rank-threads take turns here.
 std::shared_ptr<nn::Module> seeded_model(const std::string& name, const data::ImageShape& shape, uint64_t seed);
-
-struct TestResult {
-  double loss = 0;      // mean cross-entropy
-  double accuracy = 0;  // share classified correctly
-};
-
-// Loss and accuracy of `model` on the batches of `test` (all, or the first max_batches),
-// with the images cast to the model's dtype; no graph is recorded.
-TestResult evaluate(nn::Module& model, data::DataLoader& test, int64_t max_batches = 0);
 
 // `first`, then 1, 2, 5, 10, 20, 50, ... up to `last`, and `last`: in order, each once.
 std::vector<size_t> shown_steps(size_t first, size_t last);

@@ -198,12 +198,6 @@ ParallelOutcome run_on_local_world(const TrainOptions& options, const DataSplits
   return outcome;
 }
 
-// "rank 2: <message>", once: errors from the process group already start so.
-std::string from_rank(int rank, const std::string& message) {
-  const std::string prefix = "rank " + std::to_string(rank) + ": ";
-  return message.starts_with(prefix) ? message : prefix + message;
-}
-
 // A rank that fails must end the whole job (MPI_Abort), or the others wait for it until
 // their timeout.
 ParallelOutcome run_under_mpi(const TrainOptions& options, const DataSplits& data,
@@ -220,10 +214,10 @@ ParallelOutcome run_under_mpi(const TrainOptions& options, const DataSplits& dat
     trainer.set_trace_epoch(report::TraceRecorder::Clock::now());
     return {trainer.run(), pg->rank() == 0};
   } catch (const ResumeError& e) {
-    std::cerr << "error: " + from_rank(pg->rank(), "--resume: " + e.message()) + "\n" << std::flush;  // one write
+    std::cerr << "error: " + parallel::from_rank(pg->rank(), "--resume: " + e.message()) + "\n" << std::flush;  // one write
     pg->abort(2);
   } catch (const std::exception& e) {
-    std::cerr << "error: " + from_rank(pg->rank(), e.what()) + "\n" << std::flush;  // one write: ranks share stderr
+    std::cerr << "error: " + parallel::from_rank(pg->rank(), e.what()) + "\n" << std::flush;  // one write: ranks share stderr
     pg->abort(1);
   }
 }
