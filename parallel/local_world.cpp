@@ -1,7 +1,9 @@
-// The local backend. One mutex and condition variable guard the whole world: with at most
-// a few ranks, waking everyone on each event is cheaper than getting finer locking right.
-// Collectives rendezvous by sequence number; since every rank's description is at hand,
-// they always check that ranks agree (free here, unlike across processes).
+// The local backend. One mutex guards the whole world, and each rank waits on its own
+// condition variable: a message wakes its receiver (and, once taken, its sender) only, so
+// the cost of a message does not grow with the number of ranks; a collective's round
+// wakes its participants. Collectives rendezvous by sequence number; since every rank's
+// description is at hand, they always check that ranks agree (free here, unlike across
+// processes).
 #include "parallel/local_world.h"
 
 #include <algorithm>
@@ -48,21 +50,25 @@ struct Round {
 };
 
 struct World {
-  explicit World(int n) : size(n), inbox(n) {}
+  explicit World(int n) : size(n), wake(std::make_unique<std::condition_variable[]>(n)), inbox(n) {}
   const int size;
   std::mutex mutex;
-  std::condition_variable changed;
+  std::unique_ptr<std::condition_variable[]> wake;  // by rank: what that rank waits on
   std::vector<std::deque<std::shared_ptr<Message>>> inbox;  // by receiving rank
   std::map<std::pair<int64_t, int>, std::shared_ptr<Round>> rounds;  // by (seq, phase)
   std::string aborted;  // why, once a rank has failed
 
-  // Waits until pred() holds; throws at the deadline or when the world is aborted.
+  // Rank ctx.rank waits until pred() holds; throws at the deadline or when the world is aborted.
   template <class Pred, class Missing>
   void wait(std::unique_lock<std::mutex>& lock, const OpContext& ctx, Pred pred, Missing missing) {
     while (!pred()) {
       if (!aborted.empty()) ctx.fail("the local world was aborted: " + aborted);
-      if (changed.wait_until(lock, ctx.deadline) == std::cv_status::timeout && !pred()) ctx.timeout(missing());
+      if (wake[ctx.rank].wait_until(lock, ctx.deadline) == std::cv_status::timeout && !pred()) ctx.timeout(missing());
     }
+  }
+  void notify(int rank) { wake[rank].notify_all(); }
+  void notify_everyone() {
+    for (int r = 0; r < size; ++r) wake[r].notify_all();
   }
 };
 
@@ -141,7 +147,7 @@ class LocalRequest : public P2PRequest {
       m->done = true;
       r.done = true;
       r.source = m->src;
-      world_.changed.notify_all();
+      world_.notify(m->src);  // the sender waits for its message to be taken
       if (!fits)
         ctx.fail(detail::concat("rank ", m->src, " sent ", m->nbytes, " bytes but the receive buffer holds ",
                                 r.buffer.nbytes()));
@@ -223,11 +229,11 @@ class LocalCommunicator : public Communicator {
 
   std::unique_ptr<P2PRequest> start_p2p(const std::vector<P2POp>& ops, Channel channel, int64_t tag) override {
     auto request = std::make_unique<LocalRequest>(*world_, rank_, channel, tag);
-    {
-      std::lock_guard lock(world_->mutex);
-      for (const auto& op : ops) request->post(op);
+    std::lock_guard lock(world_->mutex);
+    for (const auto& op : ops) {
+      request->post(op);
+      if (op.kind == P2POp::send) world_->notify(op.peer);
     }
-    world_->changed.notify_all();
     return request;
   }
 
@@ -295,7 +301,7 @@ class LocalCommunicator : public Communicator {
     if (!slot) slot = std::make_shared<Round>(size(), std::make_pair(ctx.seq, phase));
     auto round = slot;
     round->entries[rank_] = std::move(mine);
-    if (++round->arrived == size()) world_->changed.notify_all();
+    if (++round->arrived == size()) world_->notify_everyone();
     world_->wait(lock, ctx, [&] { return round->arrived == size(); }, [&] {
       std::vector<int> missing;
       for (int r = 0; r < size(); ++r)
@@ -308,7 +314,7 @@ class LocalCommunicator : public Communicator {
   void depart(const OpContext& ctx, const std::shared_ptr<Round>& round) {
     std::unique_lock lock(world_->mutex);
     if (++round->departed == size()) {
-      world_->changed.notify_all();
+      world_->notify_everyone();
       world_->rounds.erase(round->key);
     }
     world_->wait(lock, ctx, [&] { return round->departed == size(); }, [] { return std::string("ranks to finish"); });
@@ -394,7 +400,7 @@ void run_local_world(int world_size, const std::function<void(std::shared_ptr<Pr
     std::lock_guard lock(world->mutex);
     if (!world->aborted.empty()) return;
     world->aborted = detail::concat("rank ", rank, " failed: ", what);
-    world->changed.notify_all();
+    world->notify_everyone();
   };
   // The groups outlive their threads: a failed rank's group is stopped only after the
   // world is aborted, since its communication thread may be waiting on the others.
