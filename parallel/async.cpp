@@ -4,14 +4,14 @@
 
 #include <algorithm>
 #include <exception>
-#include <set>
 #include <mutex>
+#include <set>
 #include <sstream>
 #include <thread>
 
 #include "parallel/flat_parameters.h"
-#include "tensor/ops.h"
 #include "parallel/threads.h"
+#include "tensor/ops.h"
 #include "tensor/thread_pool.h"
 
 namespace rg::parallel {
@@ -84,7 +84,12 @@ class ParameterServer {
     RG_CHECK(pg.size() >= 2, "run_parameter_server: needs at least one worker (rank 1..), but the group has ",
              pg.size(), " rank");
     finished_[kServer] = true;
-    for (int r = 1; r < pg.size(); ++r) running_clocks_.insert(0);
+    const auto now = Clock::now();
+    for (int r = 1; r < pg.size(); ++r) {
+      running_clocks_.insert(0);
+      heard_from_.insert({now, r});
+      last_heard_.push_back(now);  // index r - 1
+    }
     stats_.gradients_from.assign(pg.size(), 0);
     header_ = Tensor::zeros({3}, DType::int64);
     model_.zero_grad();
@@ -95,6 +100,7 @@ class ParameterServer {
       int worker = next_request();
       std::vector<int64_t> header = header_.to_vector<int64_t>();
       check_request(worker, header);
+      heard_from_.erase({last_heard_[worker - 1], worker});
       if (header[0] == kDone) {
         finished_[worker] = true;
         --running_;
@@ -105,6 +111,7 @@ class ParameterServer {
         by_clock_.insert({clock_[worker], worker});
       }
       answer_waiting_workers();
+      check_no_worker_went_silent();
       if (waiting_[worker]) ++stats_.delayed_replies;
     }
     stats_.discarded = stats_.gradients % per_update_;
@@ -120,6 +127,18 @@ class ParameterServer {
       throw Error(detail::concat("async parameter server (rank 0): waiting for a request from ", silent_workers(),
                                  ": ", e.what()));
     }
+  }
+
+  // A worker the server owes nothing and has not heard from for the group's timeout is dead
+  // or stuck, even while the others keep the server busy: name it now, not when they finish.
+  void check_no_worker_went_silent() const {
+    if (heard_from_.empty()) return;
+    const auto [since, worker] = *heard_from_.begin();
+    const double silent_s = std::chrono::duration<double>(Clock::now() - since).count();
+    if (silent_s <= pg_.timeout_s()) return;
+    RG_THROW("async parameter server (rank 0): worker rank ", worker, " (", clock_[worker],
+             " gradients pushed) has sent nothing for ", silent_s, " s, more than the timeout of ", pg_.timeout_s(),
+             " s, while the others kept going: it died or is stuck");
   }
 
   // "worker rank 2 (0 gradients pushed)": the workers the server is waiting to hear from.
@@ -176,6 +195,8 @@ class ParameterServer {
       reply(worker);
       waiting_[worker] = false;
       by_clock_.erase(by_clock_.begin());
+      last_heard_[worker - 1] = Clock::now();  // from now on the server waits for it
+      heard_from_.insert({last_heard_[worker - 1], worker});
     }
   }
 
@@ -202,6 +223,9 @@ class ParameterServer {
   int running_;                  // workers that have not finished
   std::multiset<int64_t> running_clocks_;    // of the workers still running
   std::set<std::pair<int64_t, int>> by_clock_;  // the waiting workers, as (clock, rank)
+  // The running workers the server owes no reply, as (when last heard from, rank).
+  std::set<std::pair<Clock::time_point, int>> heard_from_;
+  std::vector<Clock::time_point> last_heard_;  // by worker (rank - 1)
   Tensor header_;
   int64_t packed_version_ = -1;  // the version parameters_ holds
   AsyncPSStats stats_;

@@ -240,6 +240,48 @@ TEST_CASE("parallel.async.ps_silent_worker_is_a_timeout_naming_it", "[parallel][
   CHECK_THAT(error, Catch::Contains("timed out after 2 s"));
 }
 
+// Worker 1 pushes once and falls silent while worker 2 keeps the server busy: the server
+// names worker 1 once it has been silent for the timeout, not when worker 2 is done.
+TEST_CASE("parallel.async.ps_names_a_worker_gone_silent_while_others_go_on", "[parallel][async]") {
+  auto server_model = make_sequential(DType::float32, 7);
+  std::vector<std::shared_ptr<nn::Sequential>> workers = {make_sequential(DType::float32, 7),
+                                                          make_sequential(DType::float32, 7)};
+  const auto start = std::chrono::steady_clock::now();
+  double noticed_after_s = -1;
+  std::string error = error_from([&] {
+    run_local_world(
+        3,
+        [&](std::shared_ptr<ProcessGroup> pg) {
+          if (pg->rank() == 0) {
+            auto opt = make_sgd(*server_model);
+            try {
+              run_parameter_server(server_model, opt, pg);
+            } catch (const Error&) {
+              noticed_after_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+              throw;
+            }
+            return;
+          }
+          auto& model = workers[pg->rank() - 1];
+          AsyncWorker worker(model, pg);
+          Batch batch = make_batches(1, kLocalBatch, DType::float32)[0];
+          const int pushes = pg->rank() == 1 ? 1 : 400;  // worker 2: about 4 s of pushes
+          for (int s = 0; s < pushes; ++s) {
+            cross_entropy((*model)(batch.x), batch.y).backward();
+            worker.push();
+            std::this_thread::sleep_for(std::chrono::milliseconds(10));
+          }
+          if (pg->rank() == 1) std::this_thread::sleep_for(std::chrono::seconds(3));  // silent, alive
+          worker.finish();
+        },
+        {.timeout_s = 1});
+  });
+  CHECK_THAT(error, Catch::Contains("worker rank 1 (1 gradients pushed) has sent nothing for") &&
+                        Catch::Contains("more than the timeout of 1 s, while the others kept going"));
+  CHECK(noticed_after_s > 1);
+  CHECK(noticed_after_s < 2.5);  // the timeout and one of worker 2's steps, not worker 2's whole run
+}
+
 TEST_CASE("parallel.async.ps_rejects_a_different_model", "[parallel][async]") {
   auto server_model = make_sequential(DType::float32, 7);
   auto other = std::make_shared<nn::Sequential>(nn::Linear(kIn, kClasses));
