@@ -49,6 +49,21 @@ std::vector<Record> read_jsonl(const std::filesystem::path& path) {
   return records;
 }
 
+void drop_records_after(const std::filesystem::path& path, double step) {
+  std::ifstream in(path);
+  if (!in) return;  // nothing written yet
+  std::string kept, line;
+  while (std::getline(in, line)) {
+    const Json object = Json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (!object.is_object()) continue;  // blank, or torn by a kill
+    const auto found = object.find("step");
+    if (found != object.end() && found->is_number() && found->get<double>() > step) continue;
+    kept += line + "\n";
+  }
+  in.close();
+  detail::write_atomically("drop_records_after", path, kept);
+}
+
 void write_json_file(const std::filesystem::path& path, std::string_view json_text) {
   Json json;
   try {

@@ -37,6 +37,11 @@ using Record = std::map<std::string, Value>;
 // Reads every non-blank line; throws rg::Error naming the file and line on bad JSON.
 std::vector<Record> read_jsonl(const std::filesystem::path& path);
 
+// For a run resumed from its checkpoint at `step`: rewrites `path` (atomically) without the
+// records of later steps, which the interrupted run wrote after that checkpoint and the
+// resumed run will write again, and without a line a kill left half-written.
+void drop_records_after(const std::filesystem::path& path, double step);
+
 // One JSON object as a single line, exactly as MetricsWriter writes it.
 std::string to_json_line(const Fields& fields);
 

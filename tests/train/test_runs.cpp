@@ -104,3 +104,57 @@ TEST_CASE("train.resume_from_a_corrupt_file_exits_2", "[train]") {
   CHECK(run.exit_code == 2);
   CHECK(last_line(run.output).starts_with("error: --resume: "));
 }
+
+// Resume rules: another mode or worker count with the same global batch trains on the same
+// batches (a note says so); another optimizer or global batch is refused unless
+// --resume-with-changes asks for it.
+TEST_CASE("train.resume_across_modes_and_changes", "[train]") {
+  TempDir dir("resume_changes");
+  const std::string data = "--data synthetic --model mlp --threads 1 --epochs 2 ";
+  const std::string ckpt = (dir.path / "ddp" / "checkpoint.safetensors").string();
+  REQUIRE(run_train(data + "--parallel ddp --workers 2 --batch-size 32 --max-steps 5 --out " +
+                    (dir.path / "ddp").string()).exit_code == 0);
+  const ToolRun same = run_train(data + "--batch-size 64 --max-steps 8 --resume " + ckpt + " --out " +
+                                 (dir.path / "none").string());
+  INFO(same.output);
+  CHECK(same.exit_code == 0);
+  CHECK(same.output.find("resuming at step 5 (epoch 1, batch 5); written by --parallel ddp with 2 worker(s), now "
+                         "none with 1: the same global batch") != std::string::npos);
+
+  const ToolRun adam = run_train(data + "--batch-size 64 --optimizer adam --resume " + ckpt + " --out " +
+                                 (dir.path / "adam").string());
+  CHECK(adam.exit_code == 2);
+  CHECK_THAT(last_line(adam.output), Catch::Contains("error: --resume: ") &&
+                                         Catch::Contains("optimizer 'sgd', this run has 'adam'") &&
+                                         Catch::Contains("--resume-with-changes"));
+  const ToolRun adam_anyway = run_train(data + "--batch-size 64 --optimizer adam --max-steps 8 --resume-with-changes "
+                                        "--resume " + ckpt + " --out " + (dir.path / "adam").string());
+  CHECK(adam_anyway.exit_code == 0);
+  CHECK(adam_anyway.output.find("optimizer sgd -> adam (fresh state)") != std::string::npos);
+
+  const ToolRun bigger = run_train(data + "--batch-size 32 --resume " + ckpt + " --out " + (dir.path / "b").string());
+  CHECK(bigger.exit_code == 2);
+  CHECK_THAT(last_line(bigger.output), Catch::Contains("global_batch '64', this run has '32'"));
+  const ToolRun mapped = run_train(data + "--batch-size 32 --max-steps 12 --resume-with-changes --resume " + ckpt +
+                                   " --out " + (dir.path / "b").string());
+  INFO(mapped.output);
+  CHECK(mapped.exit_code == 0);  // 5 batches of 64 = 10 batches of 32
+  CHECK(mapped.output.find("resuming at step 5 (epoch 1, batch 10)") != std::string::npos);
+}
+
+// Records an interrupted run wrote after its checkpoint (and a line torn by the kill) are
+// dropped on resume, so metrics.jsonl has every step once.
+TEST_CASE("train.resume_does_not_duplicate_metrics", "[train]") {
+  TempDir dir("resume_metrics");
+  REQUIRE(run_train(quick_flags(dir.path) + " --epochs 2 --max-steps 6").exit_code == 0);
+  {
+    std::ofstream metrics(dir.path / "metrics.jsonl", std::ios::app);
+    metrics << "{\"kind\":\"train\",\"step\":7,\"loss\":1}\n{\"kind\":\"train\",\"step\":8,\"lo";
+  }
+  REQUIRE(run_train(quick_flags(dir.path) + " --epochs 2 --max-steps 10 --resume " +
+                    (dir.path / "checkpoint.safetensors").string()).exit_code == 0);
+  std::vector<int64_t> steps;
+  for (const auto& r : report::read_jsonl(dir.path / "metrics.jsonl"))
+    if (r.at("kind").as_string() == "train") steps.push_back(static_cast<int64_t>(r.at("step").as_number()));
+  CHECK(steps == std::vector<int64_t>{1, 2, 3, 4, 5, 6, 7, 8, 9, 10});
+}

@@ -43,6 +43,7 @@ class FlagText {
     slot = std::move(value);
     app_.add_option(name, slot, help)->type_name(type)->default_str(slot.empty() ? "none" : slot);
   }
+  void add_switch(const char* name, const std::string& help) { app_.add_flag(name, help); }
   const std::string& text(const std::string& flag) const { return values_.at(flag); }
   bool given(const std::string& flag) const { return app_.count(flag) > 0; }
 
@@ -101,6 +102,7 @@ void add_flags(FlagText& f, const TrainOptions& d) {
   f.add("--seed", text_of(d.seed), "seed of the model init, shuffling and synthetic data", "S");
   f.add("--out", d.out, "folder for metrics.jsonl, config.json, checkpoint, loss.svg, accuracy.svg", "DIR");
   f.add("--resume", d.resume, "continue exactly where this checkpoint left off", "CKPT");
+  f.add_switch("--resume-with-changes", "resume a checkpoint of another optimizer (fresh state) or global batch");
   f.add("--eval-every", "epoch", "evaluate on the test set every N steps (default: end of each epoch)", "N");
   f.add("--max-steps", "none", "stop after N steps in all (final evaluation and summary still run)", "N");
   f.add("--parallel", d.parallel,
@@ -262,6 +264,8 @@ TrainOptions convert(const FlagText& f) {
   o.resume = f.text("--resume");
   if (!o.resume.empty() && !std::filesystem::is_regular_file(o.resume))
     throw FlagError{"--resume", "checkpoint '" + o.resume + "' does not exist"};
+  o.resume_with_changes = f.given("--resume-with-changes");
+  if (o.resume_with_changes && o.resume.empty()) throw FlagError{"--resume-with-changes", "needs --resume"};
   o.eval_every = f.text("--eval-every") == "epoch" ? 0 : f.integer("--eval-every", 1);
   o.max_steps = f.text("--max-steps") == "none" ? 0 : f.integer("--max-steps", 1);
   convert_parallel(f, o);

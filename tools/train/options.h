@@ -28,6 +28,7 @@ struct TrainOptions {
   uint64_t seed = 0;
   std::string out = "runs/train";
   std::string resume = {};
+  bool resume_with_changes = false;  // accept a checkpoint of another optimizer or global batch
   int64_t eval_every = 0;  // steps; 0: at the end of each epoch
   int64_t max_steps = 0;   // 0: no limit
 

@@ -25,9 +25,21 @@ namespace {
 constexpr int64_t kEvalBatch = 1000;  // evaluation only: bigger batches, same result
 constexpr double kWarmupStartFactor = 0.1;
 
-// What a checkpoint must have been written with to resume this run.
-std::map<std::string, std::string> run_identity(const TrainOptions& o) {
-  return {{"model", o.model}, {"data", o.data}, {"batch_size", std::to_string(o.batch_size)}};
+// What a checkpoint records of its run, for resuming: the model and data must match;
+// another optimizer or global batch needs --resume-with-changes; another mode or worker
+// count with the same global batch trains on the same batches, so it only gets a note.
+std::map<std::string, std::string> run_facts(const TrainOptions& o) {
+  return {{"model", o.model},
+          {"data", o.data},
+          {"optimizer", o.optimizer},
+          {"global_batch", std::to_string(o.global_batch())},
+          {"parallel", o.parallel},
+          {"workers", std::to_string(o.workers)}};
+}
+
+std::string fact(const nn::SafetensorsFile& file, const std::string& key) {
+  const auto found = file.metadata.find(key);
+  return found == file.metadata.end() ? "(none)" : found->second;
 }
 
 }  // namespace
@@ -72,6 +84,8 @@ RunSummary Trainer::run() {
   if (is_main_) {
     std::filesystem::create_directories(out_dir_);
     write_config();
+    // What the interrupted run logged after its checkpoint, this run logs again.
+    if (!options_.resume.empty()) report::drop_records_after(metrics_path(), static_cast<double>(step_));
     metrics_ = std::make_unique<report::MetricsWriter>(metrics_path(),
                                                        report::MetricsOptions{.append = !options_.resume.empty()});
   }
@@ -210,34 +224,64 @@ void Trainer::restore(const std::string& path) {
   try {
     file = nn::read_safetensors(path);
   } catch (const Error& e) {
-    throw ResumeError(e.what());
+    throw ResumeError(e.message());
   }
-  for (const auto& [key, value] : run_identity(options_)) {
-    const auto found = file.metadata.find(key);
-    const std::string got = found == file.metadata.end() ? "(none)" : found->second;
-    if (got != value)
-      throw ResumeError("checkpoint " + path + " was written with " + key + " '" + got + "', this run has '" + value +
-                        "'");
-  }
+  const auto mine = run_facts(options_);
+  auto written_with = [&](const std::string& key) {
+    return "checkpoint " + path + " was written with " + key + " '" + fact(file, key) + "', this run has '" +
+           mine.at(key) + "'";
+  };
+  for (const char* key : {"model", "data"})
+    if (fact(file, key) != mine.at(key)) throw ResumeError(written_with(key));
+  const bool new_optimizer = fact(file, "optimizer") != mine.at("optimizer");
+  const bool new_batch = fact(file, "global_batch") != mine.at("global_batch");
+  if ((new_optimizer || new_batch) && !options_.resume_with_changes)
+    throw ResumeError(written_with(new_optimizer ? "optimizer" : "global_batch") +
+                      (new_optimizer ? ": its optimizer state does not carry over"
+                                     : ": its position in the epoch counts batches of another size") +
+                      "; pass --resume-with-changes to resume anyway");
   nn::Checkpoint info{.generators = {{"default", &default_generator()}}};
   try {
-    nn::load_checkpoint(path, *model_, optimizer_.get(), info);
+    nn::load_checkpoint(path, *model_, new_optimizer ? nullptr : optimizer_.get(), info);
   } catch (const Error& e) {
-    throw ResumeError("checkpoint " + path + " does not fit this model: " + e.what());
+    throw ResumeError("checkpoint " + path + " does not fit this model: " + e.message());
   }
   step_ = info.step;
   start_epoch_ = info.sampler_epoch;
   start_position_ = info.sampler_position;
-  if (start_position_ >= steps_per_epoch_) {  // saved at the very end of an epoch
+  if (new_batch) {  // the same samples done, counted in this run's batches
+    start_position_ = start_position_ * std::stoll(fact(file, "global_batch")) / options_.global_batch();
+  }
+  if (start_position_ > steps_per_epoch_)
+    throw ResumeError(detail::concat("checkpoint ", path, " is at batch ", start_position_, " of its epoch, but an ",
+                                     "epoch of this run has ", steps_per_epoch_, " batches"));
+  if (start_position_ == steps_per_epoch_) {  // saved at the very end of an epoch
     ++start_epoch_;
     start_position_ = 0;
   }
+  if (is_main_) describe_resume(file, new_optimizer, new_batch);
+}
+
+// One line for what changed since the checkpoint and how the run goes on.
+void Trainer::describe_resume(const nn::SafetensorsFile& file, bool new_optimizer, bool new_batch) const {
+  const auto mine = run_facts(options_);
+  std::ostringstream out;
+  out << "resuming at step " << step_ << " (epoch " << start_epoch_ + 1 << ", batch " << start_position_ << ")";
+  if (fact(file, "parallel") != mine.at("parallel") || fact(file, "workers") != mine.at("workers"))
+    out << "; written by --parallel " << fact(file, "parallel") << " with " << fact(file, "workers")
+        << " worker(s), now " << mine.at("parallel") << " with " << mine.at("workers")
+        << (new_batch ? "" : ": the same global batch, so the same batches");
+  if (new_optimizer) out << "; optimizer " << fact(file, "optimizer") << " -> " << mine.at("optimizer") << " (fresh state)";
+  if (new_batch)
+    out << "; global batch " << fact(file, "global_batch") << " -> " << mine.at("global_batch")
+        << " (the position in the epoch mapped by samples)";
+  std::cout << out.str() << std::endl;
 }
 
 void Trainer::save_checkpoint(int64_t epoch, int64_t position) const {
   if (!is_main_) return;
   nn::Checkpoint info{.step = step_, .epoch = epoch, .sampler_epoch = epoch, .sampler_position = position,
-                      .generators = {{"default", &default_generator()}}, .extra = run_identity(options_)};
+                      .generators = {{"default", &default_generator()}}, .extra = run_facts(options_)};
   nn::save_checkpoint(checkpoint_path().string(), *model_, optimizer_.get(), info);
 }
 

@@ -14,6 +14,7 @@
 #include "data/loader.h"
 #include "data/named.h"
 #include "models/evaluate.h"
+#include "nn/checkpoint.h"
 #include "nn/module.h"
 #include "nn/optim.h"
 #include "nn/schedule.h"
@@ -114,6 +115,7 @@ class Trainer {
  private:
   void prepare();  // sampler, loaders, LR schedule, and the position to start from
   void restore(const std::string& path);
+  void describe_resume(const nn::SafetensorsFile& file, bool new_optimizer, bool new_batch) const;
   void write_config() const;
   // Runs the steps of `epoch` from batch `skip_batches` on; false when max_steps stopped it.
   bool run_epoch(int64_t epoch, int64_t skip_batches);
