@@ -137,9 +137,9 @@ std::vector<uint64_t> parse_uints(const Json& value, size_t count, size_t max_co
 
 Entry parse_entry(const std::string& name, const Json& value, const std::string& source) {
   RG_FILE_CHECK(!name.empty(), "a tensor has an empty name");
-  RG_FILE_CHECK(value.is_object() && value.contains("dtype") && value.contains("shape") &&
-                    value.contains("data_offsets"),
-                "tensor ", excerpt(name), " needs dtype, shape and data_offsets, got ", describe(value));
+  RG_FILE_CHECK(
+      value.is_object() && value.contains("dtype") && value.contains("shape") && value.contains("data_offsets"),
+      "tensor ", excerpt(name), " needs dtype, shape and data_offsets, got ", describe(value));
   Entry entry{name, parse_entry_dtype(value["dtype"], name, source), {}, 0, 0};
   // bytes = dtype size * the dims; extent, with zero dims counted as 1, bounds every stride
   // and partial product as Tensor requires (a [0, 2^40, 2^40, 2^40] tensor has none).
@@ -201,8 +201,8 @@ void check_layout(std::vector<Entry>& entries, uint64_t data_bytes, const std::s
     RG_FILE_CHECK(e.end <= data_bytes, "tensor ", excerpt(e.name), ": data_offsets [", e.begin, ", ", e.end,
                   "] lie outside the data section (", data_bytes, " bytes): the file is truncated or corrupt");
     RG_FILE_CHECK(e.begin >= covered, "tensors ", excerpt(entries[i - 1].name), " and ", excerpt(e.name),
-                  " overlap (data_offsets [", entries[i - 1].begin, ", ", entries[i - 1].end, "] and [", e.begin,
-                  ", ", e.end, "])");
+                  " overlap (data_offsets [", entries[i - 1].begin, ", ", entries[i - 1].end, "] and [", e.begin, ", ",
+                  e.end, "])");
     RG_FILE_CHECK(e.begin == covered, "bytes [", covered, ", ", e.begin, ") of the data section belong to no tensor");
     covered = e.end;
   }
@@ -237,7 +237,7 @@ int open_locked_temp(const std::string& temp, const std::string& path) {
     }  // (a file system without flock: write unlocked)
     // Between our open and our lock, the writer before us may have renamed that file to
     // `path`: write only into the file that is still called <path>.tmp.
-    struct stat locked {}, named {};
+    struct stat locked = {}, named = {};
     if (::fstat(fd, &locked) == 0 && ::stat(temp.c_str(), &named) == 0 && locked.st_dev == named.st_dev &&
         locked.st_ino == named.st_ino) {
       if (::ftruncate(fd, 0) == 0) return fd;

@@ -43,11 +43,11 @@ void write_safetensors(const std::string& path, const std::map<std::string, Tens
 // was saved), "rng.<name>" = "<seed>:<offset>" and the caller's free-form `extra` entries
 // (e.g. a model/config description).
 struct Checkpoint {
-  int64_t step = 0;              // the counters: 0..2^53 (a load refuses others)
+  int64_t step = 0;  // the counters: 0..2^53 (a load refuses others)
   int64_t epoch = 0;
   int64_t sampler_epoch = 0;
   int64_t sampler_position = 0;
-  std::string optimizer = {};    // filled by load: the saved optimizer's name, "" if none was saved
+  std::string optimizer = {};  // filled by load: the saved optimizer's name, "" if none was saved
   std::map<std::string, Generator*> generators = {};  // saved; restored in place by load
   std::map<std::string, std::string> extra = {};
 };

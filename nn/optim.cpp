@@ -75,15 +75,15 @@ void Optimizer::load_state_dict(const OptimizerState& state) {
       RG_CHECK(value.numel() == 1 && value.dtype() == DType::int64, "optimizer load_state_dict: '", key,
                "' must be one int64, got ", dtype_name(value.dtype()), " ", shape_str(value.shape()));
       loaded[i].step = value.to_vector<int64_t>()[0];
-      RG_CHECK(loaded[i].step >= 1 && loaded[i].step <= kMaxSteps, "optimizer load_state_dict: '", key, "' = ",
-               loaded[i].step, " is not a step count (1..2^53)");
+      RG_CHECK(loaded[i].step >= 1 && loaded[i].step <= kMaxSteps, "optimizer load_state_dict: '", key,
+               "' = ", loaded[i].step, " is not a step count (1..2^53)");
       continue;
     }
     const Variable& p = params_[i];
     RG_CHECK(value.shape() == p.shape(), "optimizer load_state_dict: '", key, "' has shape ",
              shape_str(value.shape()), " but parameter ", i, " ('", p.name(), "') has shape ", shape_str(p.shape()));
-    RG_CHECK(value.dtype() == p.data().dtype(), "optimizer load_state_dict: '", key, "' is ",
-             dtype_name(value.dtype()), " but parameter ", i, " ('", p.name(), "') is ", dtype_name(p.data().dtype()));
+    RG_CHECK(value.dtype() == p.data().dtype(), "optimizer load_state_dict: '", key, "' is ", dtype_name(value.dtype()),
+             " but parameter ", i, " ('", p.name(), "') is ", dtype_name(p.data().dtype()));
     Tensor buffer = empty_like(p.data());
     buffer.copy_(value);
     loaded[i].buffers[name] = buffer;

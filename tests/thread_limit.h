@@ -16,9 +16,9 @@
 namespace rg::test {
 
 struct ChildResult {
-  int exit_code = -1;   // the child's exit status, or -1 when it did not exit normally
-  std::string output;   // what it wrote to `report`
-  bool exact = false;   // the limit allowed exactly `threads` more threads (false: maybe none)
+  int exit_code = -1;  // the child's exit status, or -1 when it did not exit normally
+  std::string output;  // what it wrote to `report`
+  bool exact = false;  // the limit allowed exactly `threads` more threads (false: maybe none)
 };
 
 // Whether run_with_thread_limit's limit is exact here (as root; call it in the parent: the
@@ -28,7 +28,8 @@ inline bool thread_limit_is_exact() { return ::geteuid() == 0; }
 // Calls body(report) in a child process in which `threads` more threads may be started
 // (at most that many: as a non-root user, whose other processes count too, maybe none),
 // and returns its exit code (body's return value) and everything it passed to `report`.
-inline ChildResult run_with_thread_limit(int threads, const std::function<int(const std::function<void(const std::string&)>&)>& body) {
+inline ChildResult run_with_thread_limit(
+    int threads, const std::function<int(const std::function<void(const std::string&)>&)>& body) {
   int pipe_fds[2];
   if (::pipe(pipe_fds) != 0) return {};
   const bool root = thread_limit_is_exact();
@@ -52,7 +53,8 @@ inline ChildResult run_with_thread_limit(int threads, const std::function<int(co
   ChildResult result;
   result.exact = root;
   char buffer[4096];
-  for (ssize_t n; (n = ::read(pipe_fds[0], buffer, sizeof buffer)) > 0;) result.output.append(buffer, static_cast<size_t>(n));
+  for (ssize_t n; (n = ::read(pipe_fds[0], buffer, sizeof buffer)) > 0;)
+    result.output.append(buffer, static_cast<size_t>(n));
   ::close(pipe_fds[0]);
   int status = 0;
   if (pid > 0 && ::waitpid(pid, &status, 0) == pid && WIFEXITED(status)) result.exit_code = WEXITSTATUS(status);

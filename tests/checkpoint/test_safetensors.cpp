@@ -1,5 +1,6 @@
-// The safetensors writer and reader: round trip, atomic writes, and corrupt files, each
-// rejected with a message that names the file and the problem.
+// The safetensors writer and reader: round trip, atomic writes (one locked temporary per
+// target, even across kills), and corrupt or hostile files, each rejected with a short
+// message that names the file and the problem.
 #include <catch2/catch.hpp>
 #include <fcntl.h>
 #include <signal.h>
@@ -190,7 +191,7 @@ TEST_CASE("checkpoint.hostile_headers", "[checkpoint]") {
   const std::string deep_array = std::string(100000, '[') + std::string(100000, ']');
   std::string deep_object;
   for (int i = 0; i < 100000; ++i) deep_object += R"({"a":)";
-  deep_object += "1" + std::string(100000, '}');
+  deep_object.append("1").append(100000, '}');
   const std::string long_name(1 << 20, 'n');
   std::string long_array = "[0";
   for (int i = 0; i < 100000; ++i) long_array += ",1";
@@ -307,7 +308,7 @@ TEST_CASE("checkpoint.temp_files_do_not_pile_up", "[checkpoint]") {
       ::kill(pid, SIGKILL);
       ::waitpid(pid, nullptr, 0);
       const std::vector<std::string> files = files_in(dir);
-      CHECK(files.size() <= 2);  // the checkpoint, and perhaps ckpt.safetensors.tmp
+      CHECK(files.size() <= 2);                   // the checkpoint, and perhaps ckpt.safetensors.tmp
       CHECK_NOTHROW(nn::read_safetensors(path));  // the old file or a complete new one
     }
     nn::write_safetensors(path, small, {});

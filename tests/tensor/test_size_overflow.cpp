@@ -101,7 +101,7 @@ TEST_CASE("tensor.size_overflow_ops", "[tensor]") {
   REQUIRE_ERROR(mul(huge_view({int64_t{1} << 60, 1}, DType::float32), Tensor::ones({1, 4})),
                 Contains("bytes") && Contains("overflows"));  // 2^62 floats
   REQUIRE_ERROR(where(column, column, row), Contains("more elements"));
-  REQUIRE_ERROR(matmul(column, row), Contains("more elements"));                         // (2^40, 2^40) out
+  REQUIRE_ERROR(matmul(column, row), Contains("more elements"));  // (2^40, 2^40) out
   REQUIRE_ERROR(matmul(huge_view({k2e40, k2e40, 1, 1}), Tensor::ones({1, 1})), Contains("more elements"));
   REQUIRE_ERROR(matmul(huge_view({0, k2e40, 1}), huge_view({0, 1, k2e40})), Contains("more elements"));
   REQUIRE_ERROR(cat({huge_view({k2e62, 1}), huge_view({k2e62, 1})}), Contains("cat") && Contains("overflows"));
@@ -132,7 +132,8 @@ TEST_CASE("tensor.size_overflow_conv_pool_geometry", "[tensor]") {
   REQUIRE_ERROR(im2col(x, geometry(3, 1, int64_t{1} << 60)), Contains("im2col") && Contains("overflows"));  // OH*OW
   REQUIRE_ERROR(conv2d(x, w, Tensor(), geometry(3, 1, int64_t{1} << 31)), Contains("more elements"));
   REQUIRE_ERROR(im2col(x, geometry(kMax, 1, 0)), Contains("does not fit"));
-  REQUIRE_ERROR(im2col(x, {k2e62, k2e62, 1, 1, k2e62 / 2, k2e62 / 2}), Contains("im2col") && Contains("overflows"));  // C*kh
+  REQUIRE_ERROR(im2col(x, {k2e62, k2e62, 1, 1, k2e62 / 2, k2e62 / 2}),
+                Contains("im2col") && Contains("overflows"));  // C*kh
   REQUIRE_ERROR(im2col(x, geometry(3, -1, 0)), Contains("not valid"));
   REQUIRE_ERROR(max_pool2d(x, {.kernel_h = 2, .kernel_w = 2, .pad_h = k2e62, .pad_w = k2e62}), Contains("padding"));
   REQUIRE_ERROR(max_pool2d(x, {.kernel_h = kMax, .kernel_w = kMax, .pad_h = kMax / 2, .pad_w = 0}),

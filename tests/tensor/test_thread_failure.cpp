@@ -56,9 +56,9 @@ TEST_CASE("tensor.thread_pool_start_failure_is_an_error", "[tensor]") {
   });
   INFO(child.output);
   REQUIRE(child.exit_code == 0);
-  CHECK_THAT(child.output, Contains("thread pool of 1000 threads (the caller and 999 workers): could not start thread ") &&
-                               Contains(" of 999: ") && Contains("thread pool of 100000 threads") &&
-                               Contains(" of 99999: "));
+  CHECK_THAT(child.output,
+             Contains("thread pool of 1000 threads (the caller and 999 workers): could not start thread ") &&
+                 Contains(" of 999: ") && Contains("thread pool of 100000 threads") && Contains(" of 99999: "));
   if (child.exact) CHECK_THAT(child.output, Contains("could not start thread 3 of 999: "));
 }
 
@@ -96,6 +96,7 @@ TEST_CASE("tensor.thread_pool_starts_again_when_threads_free_up", "[tensor]") {
   INFO(child.output);
   REQUIRE(child.exit_code == 0);
   if (child.exact)
-    CHECK_THAT(child.output, Contains("could not start thread 5 of 49: ") && Contains("could not start thread 5 of 8: ") &&
+    CHECK_THAT(child.output, Contains("could not start thread 5 of 49: ") &&
+                                 Contains("could not start thread 5 of 8: ") &&
                                  Contains("could not start thread 5 of 19: "));
 }
