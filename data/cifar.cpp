@@ -54,6 +54,7 @@ InMemoryDataset load_cifar(const std::string& folder, const std::vector<std::str
     images.push_back(r.images);
     labels.push_back(r.labels);
   }
+  info.source = dir + "/" + (files.size() == 1 ? files[0] : "{" + files.front() + " .. " + files.back() + "}");
   return InMemoryDataset(cat(images), cat(labels), std::move(info));
 }
 

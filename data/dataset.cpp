@@ -86,6 +86,8 @@ InMemoryDataset::InMemoryDataset(Tensor images, Tensor labels, DatasetInfo info)
            ": labels must be int64 (N) with N = ", images_.size(0), ", got ", dtype_name(labels_.dtype()), " ",
            shape_str(labels_.shape()));
   RG_CHECK(info_.num_classes > 0, info_.name, ": num_classes must be > 0");
+  RG_CHECK(images_.size(0) > 0, info_.name, info_.source.empty() ? "" : " (" + info_.source + ")",
+           ": no examples: an empty data set");
   check_labels(labels_, info_.num_classes, info_.name);
 }
 

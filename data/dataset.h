@@ -40,6 +40,11 @@ class Dataset {
   virtual int64_t height() const = 0;
   virtual int64_t width() const = 0;
   virtual std::string name() const = 0;
+  // Where the examples came from (the file or folder read, so that programs can say which
+  // data root was used), or "" (the default) for data made in memory.
+  virtual std::string source() const { return {}; }
+  // One name per class, or none (the default).
+  virtual std::vector<std::string> class_names() const { return {}; }
   // The dataset's usual mean/std; the default is mean 0, std 1 (no change).
   virtual Normalization normalization() const;
 
@@ -65,11 +70,13 @@ struct DatasetInfo {
   int64_t num_classes = 0;
   Normalization normalization = {};
   std::vector<std::string> class_names = {};  // empty, or one per class
+  std::string source = {};                    // the file(s) or folder read; "" for generated data
 };
 
 class InMemoryDataset : public Dataset {
  public:
-  // images: uint8 (N, C, H, W); labels: int64 (N) within [0, info.num_classes).
+  // images: uint8 (N, C, H, W) with N > 0 (an empty split is an error naming info.source,
+  // not a test accuracy of 0/0); labels: int64 (N) within [0, info.num_classes).
   InMemoryDataset(Tensor images, Tensor labels, DatasetInfo info);
 
   int64_t size() const override { return images_.size(0); }
@@ -79,12 +86,13 @@ class InMemoryDataset : public Dataset {
   int64_t height() const override { return images_.size(2); }
   int64_t width() const override { return images_.size(3); }
   std::string name() const override { return info_.name; }
+  std::string source() const override { return info_.source; }
+  std::vector<std::string> class_names() const override { return info_.class_names; }
   Normalization normalization() const override { return info_.normalization; }
   Batch get_batch(std::span<const int64_t> indices, const Normalization* norm) const override;
 
   const Tensor& images() const { return images_; }
   const Tensor& labels() const { return labels_; }
-  const std::vector<std::string>& class_names() const { return info_.class_names; }
 
  private:
   Tensor images_;

@@ -63,6 +63,7 @@ InMemoryDataset load_idx(const std::string& images_file, const std::string& labe
   RG_CHECK(images.size(0) == labels.size(0), images_file, " holds ", images.size(0), " images but ", labels_file,
            " holds ", labels.size(0), " labels");
   check_labels(labels, info.num_classes, labels_file);
+  info.source = images_file;
   return InMemoryDataset(images, labels, std::move(info));
 }
 

@@ -163,7 +163,7 @@ InMemoryDataset load_folder(const ImageFolderOptions& options) {
            options.name, ": bad output size ", size.height, "x", size.width);
   std::error_code ec;
   RG_CHECK(fs::is_directory(options.root, ec), options.name, ": ", options.root, ": folder not found");
-  DatasetInfo info{options.name, 0, options.normalization, {}};
+  DatasetInfo info{options.name, 0, options.normalization, {}, options.root};
   std::vector<Tensor> images;
   std::vector<int64_t> labels;
   for (const fs::path& class_dir : sorted_entries(options.root, true)) {

@@ -45,15 +45,26 @@ size_t initial_output_size(const Bytes& in, size_t max_bytes) {
   return std::min(max_bytes, std::max<size_t>(guess, 4096));
 }
 
-// Inflates one gzip member. The output still grows geometrically when the trailer's size
-// was wrong: a corrupt file can set it to anything, so it is only a first guess.
+// Inflates every gzip member of `in`: a file may hold several end to end (RFC 1952 2.2,
+// `cat a.gz b.gz`), and gzip -d reads them all. The output still grows geometrically when
+// the trailer's size was wrong: a corrupt file can set it to anything, so it is only a
+// first guess.
 Bytes gunzip(const Bytes& in, const std::string& path, size_t max_bytes) {
   z_stream zs{};
   if (inflateInit2(&zs, 16 + MAX_WBITS) != Z_OK) RG_THROW(path, ": zlib inflateInit2 failed");
   Bytes out(initial_output_size(in, max_bytes));
   size_t consumed = 0, produced = 0;
   int rc = Z_OK;
-  while (rc != Z_STREAM_END) {
+  for (;;) {
+    if (rc == Z_STREAM_END) {
+      // The member ended: another may follow; anything else is trailing garbage.
+      const size_t rest = in.size() - consumed;
+      if (rest < 2 || in[consumed] != 0x1f || in[consumed + 1] != 0x8b) break;
+      if (inflateReset(&zs) != Z_OK) {
+        inflateEnd(&zs);
+        RG_THROW(path, ": zlib inflateReset failed");
+      }
+    }
     if (produced == out.size()) {
       if (out.size() >= max_bytes) {
         inflateEnd(&zs);
@@ -128,14 +139,21 @@ std::string find_dataset_dir(const std::string& name, const std::vector<std::str
   std::string tried;
   for (const std::string& root : roots) {
     const std::string dir = root + "/" + name;
+    std::error_code ec;
+    if (!fs::exists(dir, ec)) {  // this root does not hold the data set: the next may
+      tried += "\n  " + dir + "/" + files.front() + (gz_ok ? "[.gz]" : "") + " (no folder " + dir + ")";
+      continue;
+    }
+    // A root that holds the data set must hold all of it: falling back to the next root
+    // would train on other data than the folder the user prepared, without a word.
     std::string missing;
     for (const std::string& file : files) {
       const std::string path = resolve_file(dir, file, gz_ok);
-      std::error_code ec;
-      if (!fs::is_regular_file(path, ec)) missing = path + (gz_ok ? "[.gz]" : "");
+      if (!fs::is_regular_file(path, ec)) missing += "\n  " + path + (gz_ok ? "[.gz]" : "");
     }
     if (missing.empty()) return dir;
-    tried += "\n  " + missing;
+    RG_THROW(name, ": the data set in ", dir, " is incomplete: these are missing or not regular files:", missing,
+             "\n  (the other data roots are not searched: complete or remove ", dir, ")\n  ", how_to_get);
   }
   RG_THROW(name, ": dataset not found; expected file missing in every data root:", tried,
            "\n  (roots: $RINGGRAD_DATA, ~/.cache/ringgrad/data, /usr/share/datasets)\n  ", how_to_get);

@@ -16,8 +16,9 @@ inline constexpr size_t kMaxFileBytes = size_t{2} << 30;  // 2 GiB: far above an
 // The whole file; throws naming `path` if it is missing, unreadable or above `max_bytes`.
 Bytes read_file(const std::string& path, size_t max_bytes = kMaxFileBytes);
 
-// `bytes` inflated when they start with the gzip magic (1f 8b), else unchanged. Throws,
-// naming `path`, on a corrupt or truncated stream, bytes after it, or output above `max_bytes`.
+// `bytes` inflated when they start with the gzip magic (1f 8b), else unchanged; every member
+// of a multi-member file (`cat a.gz b.gz`), in order. Throws, naming `path`, on a corrupt or
+// truncated stream, bytes after the last member, or output above `max_bytes`.
 Bytes maybe_gunzip(Bytes bytes, const std::string& path, size_t max_bytes = kMaxFileBytes);
 
 // read_file + maybe_gunzip.
@@ -29,9 +30,11 @@ uint32_t read_be32(std::span<const uint8_t> bytes, size_t pos);
 // ~/.cache/ringgrad/data, /usr/share/datasets. Each dataset sits in <root>/<name>/.
 std::vector<std::string> data_roots();
 
-// The folder <root>/<name> of the first root (or only `root_override` when not empty) that
-// holds every file of `files`; a file counts as present raw or with ".gz" appended when
-// `gz_ok`. Throws listing the paths tried and `how_to_get` when none does.
+// The folder <root>/<name> of the first root (or only `root_override` when not empty) where
+// it exists; it must hold every file of `files` (present raw or with ".gz" appended when
+// `gz_ok`). A partial or broken folder is an error naming what is missing, not a reason to
+// fall back to the next root. Throws listing the paths tried and `how_to_get` when no root
+// holds the folder.
 std::string find_dataset_dir(const std::string& name, const std::vector<std::string>& files, bool gz_ok,
                              const std::string& root_override, const std::string& how_to_get);
 

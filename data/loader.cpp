@@ -38,15 +38,13 @@ class DataLoader::Epoch {
     num_batches_ = options.drop_last ? n / bs : (n + bs - 1) / bs;
     if (options.normalize) norm_ = dataset.normalization();
     window_ = static_cast<int64_t>(options.num_workers) * options.prefetch_factor;
-    for (int w = 0; w < options.num_workers; ++w) workers_.emplace_back([this] { work(); });
+    start_threads(
+        workers_, options.num_workers, [this](int) { work(); }, [this] { request_stop(); },
+        "DataLoader with " + std::to_string(options.num_workers) + " workers");
   }
 
   ~Epoch() {
-    {
-      std::lock_guard lock(mutex_);
-      stop_ = true;
-    }
-    cv_.notify_all();
+    request_stop();
     for (std::thread& t : workers_) t.join();
   }
 
@@ -76,6 +74,14 @@ class DataLoader::Epoch {
       batch.x = options_.transform(batch.x, gen);
     }
     return batch;
+  }
+
+  void request_stop() {
+    {
+      std::lock_guard lock(mutex_);
+      stop_ = true;
+    }
+    cv_.notify_all();
   }
 
   void work() {

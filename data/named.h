@@ -31,7 +31,9 @@ struct NamedDataOptions {
 };
 
 // Reads both splits (MNIST, Fashion-MNIST and CIFAR-10 from the usual data roots, see
-// data/io.h); throws rg::Error naming the file and the problem, or the unknown name.
+// data/io.h) and checks they agree: the same image size and channels, the same classes
+// (by name, where the data names them). Throws rg::Error naming the files and the problem,
+// or the unknown name. Each split's source() says which files or folder it came from.
 DataSplits load_named(const NamedDataOptions& options);
 
 }  // namespace rg::data

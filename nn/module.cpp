@@ -138,9 +138,11 @@ void Module::check_state_dict(const StateDict& state, bool strict) const {
     auto found = state.find(name);
     RG_CHECK(found != state.end() || !strict, "load_state_dict: missing entry '", name, "' of shape ",
              shape_str(target.shape()));
-    RG_CHECK(found == state.end() || found->second.shape() == target.shape(), "load_state_dict: '", name,
-             "' has shape ", shape_str(found->second.shape()), " in the state but ", shape_str(target.shape()),
-             " in the model");
+    if (found == state.end()) continue;
+    RG_CHECK(found->second.shape() == target.shape(), "load_state_dict: '", name, "' has shape ",
+             shape_str(found->second.shape()), " in the state but ", shape_str(target.shape()), " in the model");
+    RG_CHECK(found->second.dtype() == target.dtype(), "load_state_dict: '", name, "' is ",
+             dtype_name(found->second.dtype()), " in the state but ", dtype_name(target.dtype()), " in the model");
   }
   if (!strict) return;
   for (const auto& [name, value] : state)

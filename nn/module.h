@@ -56,7 +56,8 @@ class Module {
 
   StateDict state_dict() const;
   // Copies values into the existing tensors, all or nothing: throws naming the entry on a
-  // shape mismatch and, with strict, on missing or unexpected entries (check_state_dict).
+  // shape or dtype mismatch (an int32 tensor is not a float32 weight: no silent cast) and,
+  // with strict, on missing or unexpected entries (check_state_dict).
   void load_state_dict(const StateDict& state, bool strict = true);
   void check_state_dict(const StateDict& state, bool strict = true) const;
 

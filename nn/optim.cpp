@@ -3,6 +3,7 @@
 // after the first asks the allocator for nothing.
 #include "nn/optim.h"
 
+#include <algorithm>
 #include <cmath>
 #include <set>
 
@@ -71,17 +72,34 @@ void Optimizer::load_state_dict(const OptimizerState& state) {
              params_.size(), " parameters)");
     std::string name = key.substr(dot + 1);
     if (name == "step") {
-      RG_CHECK(value.numel() == 1, "optimizer load_state_dict: '", key, "' must hold one value, got shape ",
-               shape_str(value.shape()));
-      loaded[i].step = static_cast<int64_t>(value.item());
+      RG_CHECK(value.numel() == 1 && value.dtype() == DType::int64, "optimizer load_state_dict: '", key,
+               "' must be one int64, got ", dtype_name(value.dtype()), " ", shape_str(value.shape()));
+      loaded[i].step = value.to_vector<int64_t>()[0];
+      RG_CHECK(loaded[i].step >= 1 && loaded[i].step <= kMaxSteps, "optimizer load_state_dict: '", key,
+               "' = ", loaded[i].step, " is not a step count (1..2^53)");
       continue;
     }
     const Variable& p = params_[i];
     RG_CHECK(value.shape() == p.shape(), "optimizer load_state_dict: '", key, "' has shape ",
              shape_str(value.shape()), " but parameter ", i, " ('", p.name(), "') has shape ", shape_str(p.shape()));
+    RG_CHECK(value.dtype() == p.data().dtype(), "optimizer load_state_dict: '", key, "' is ", dtype_name(value.dtype()),
+             " but parameter ", i, " ('", p.name(), "') is ", dtype_name(p.data().dtype()));
     Tensor buffer = empty_like(p.data());
     buffer.copy_(value);
     loaded[i].buffers[name] = buffer;
+  }
+  // A parameter that has stepped keeps exactly kept_buffers(); one that has not keeps none.
+  const std::vector<std::string> kept = kept_buffers();
+  for (size_t i = 0; i < loaded.size(); ++i) {
+    const ParamState& s = loaded[i];
+    for (const auto& [buffer, _] : s.buffers)
+      RG_CHECK(s.step > 0 && std::find(kept.begin(), kept.end(), buffer) != kept.end(), "optimizer load_state_dict: '",
+               i, ".", buffer, "' is not state ", name(), " keeps", s.step > 0 ? "" : " (and there is no step count)",
+               ": the state of another optimizer or other options?");
+    for (const std::string& buffer : kept)
+      RG_CHECK(s.step == 0 || s.buffers.count(buffer), "optimizer load_state_dict: parameter ", i, " ('",
+               params_[i].name(), "') has a step count but no '", buffer, "', which ", name(),
+               " keeps: the state of another optimizer or other options?");
   }
   set_lr(lr->second.item());
   state_ = std::move(loaded);
@@ -92,6 +110,11 @@ SGD::SGD(std::vector<Variable> params, const SGDOptions& options) : Optimizer(st
            " and weight_decay ", options.weight_decay, " must be >= 0");
   RG_CHECK(!options.nesterov || (options.momentum > 0 && options.dampening == 0),
            "SGD: Nesterov momentum needs momentum > 0 and dampening 0");
+}
+
+std::vector<std::string> SGD::kept_buffers() const {
+  if (options_.momentum == 0) return {};
+  return {"momentum_buffer"};
 }
 
 void SGD::step() {

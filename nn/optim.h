@@ -15,6 +15,10 @@ namespace rg::optim {
 // constructor) plus "lr"; what a checkpoint stores under "optim.".
 using OptimizerState = std::map<std::string, Tensor>;
 
+// The largest step count a loaded state may hold: 2^53, the last integer a double (Adam's
+// bias correction) holds exactly and far beyond any run; a larger one is a corrupt file.
+inline constexpr int64_t kMaxSteps = int64_t{1} << 53;
+
 class Optimizer {
  public:
   Optimizer(std::vector<Variable> params, double lr);
@@ -27,9 +31,16 @@ class Optimizer {
   const std::vector<Variable>& params() const { return params_; }
 
   // The live state (tensors shared with the optimizer) and its inverse, which copies
-  // values in and throws on a shape or name mismatch.
+  // values in, all or nothing. It throws naming the entry on an unknown name, a shape or
+  // dtype that differs from the parameter's, a step count outside [1, kMaxSteps], or a
+  // parameter whose state is not what this optimizer keeps (kept_buffers(): another
+  // optimizer's state, which would train on as silent nonsense).
   OptimizerState state_dict() const;
   void load_state_dict(const OptimizerState& state);
+
+  virtual const char* name() const = 0;  // "SGD", "Adam", "AdamW"
+  // The per-parameter buffers a step keeps between steps, besides "step".
+  virtual std::vector<std::string> kept_buffers() const = 0;
 
  protected:
   struct ParamState {
@@ -55,6 +66,8 @@ class SGD : public Optimizer {
  public:
   SGD(std::vector<Variable> params, const SGDOptions& options);
   void step() override;
+  const char* name() const override { return "SGD"; }
+  std::vector<std::string> kept_buffers() const override;
 
  private:
   SGDOptions options_;
@@ -71,6 +84,8 @@ class Adam : public Optimizer {
  public:
   Adam(std::vector<Variable> params, const AdamOptions& options) : Adam(std::move(params), options, false) {}
   void step() override;
+  const char* name() const override { return decoupled_ ? "AdamW" : "Adam"; }
+  std::vector<std::string> kept_buffers() const override { return {"exp_avg", "exp_avg_sq"}; }
 
  protected:
   Adam(std::vector<Variable> params, const AdamOptions& options, bool decoupled);

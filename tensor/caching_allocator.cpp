@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cstdint>
 
 #include "tensor/error.h"
 
@@ -22,6 +23,8 @@ size_t CachingAllocator::size_class(size_t nbytes) {
 }
 
 void* CachingAllocator::allocate(size_t nbytes) {
+  // No tensor is larger (Tensor::empty checks), and size classes of larger requests wrap.
+  RG_CHECK(nbytes <= static_cast<size_t>(INT64_MAX), "out of memory: cannot allocate ", nbytes, " bytes");
   size_t block = size_class(nbytes);
   std::lock_guard lock(mutex_);
   void* ptr = nullptr;

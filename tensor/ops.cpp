@@ -90,7 +90,10 @@ Tensor arange(double start, double end, double step, DType dtype, Device device)
   RG_CHECK(step != 0 && std::isfinite(start) && std::isfinite(end) && std::isfinite(step),
            "arange: invalid range start=", start, " end=", end, " step=", step);
   RG_CHECK((end - start) * step >= 0, "arange: step ", step, " moves away from end (start=", start, ", end=", end, ")");
-  auto n = static_cast<int64_t>(std::ceil((end - start) / step));
+  const double count = std::ceil((end - start) / step);
+  RG_CHECK(count < 0x1p62, "arange: ", count, " elements (start=", start, ", end=", end, ", step=", step,
+           ") are too many");  // and the cast below is defined
+  auto n = static_cast<int64_t>(count);
   Tensor out = Tensor::empty({n}, dtype, device);
   backend_for(out).arange(out, start, step);
   return out;
@@ -283,7 +286,7 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
     return t.to(dtype).expand(full).reshape({batch_count, rows, cols});
   };
   Tensor out = Tensor::empty({batch_count, m, n}, dtype, a.device());
-  if (m * n > 0) backend_for(a).matmul(as_batched(left, m, k), as_batched(right, k, n), out);
+  if (out.numel() > 0) backend_for(a).matmul(as_batched(left, m, k), as_batched(right, k, n), out);
   Shape out_shape = batch;
   if (a.dim() > 1) out_shape.push_back(m);
   if (b.dim() > 1) out_shape.push_back(n);

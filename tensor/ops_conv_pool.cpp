@@ -22,30 +22,37 @@ static Conv2dGeometry pool_geometry(const Pool2dOptions& o) {
           o.pad_w};
 }
 
-// Output (OH, OW) of a window sweep, with the checks every conv/pool op needs.
+// Output (OH, OW) of a window sweep, with the checks every conv/pool op needs. The padded
+// input size is computed checked, so the backends' window positions cannot overflow.
 static std::pair<int64_t, int64_t> output_size(const char* op, const Shape& x, const Conv2dGeometry& g) {
+  RG_CHECK(x.size() == 4, op, ": image shape must be (B, C, H, W), got ", shape_str(x));
+  numel_of(x, op);  // sizes >= 0, count in range
   RG_CHECK(g.kernel_h > 0 && g.kernel_w > 0 && g.stride_h > 0 && g.stride_w > 0 && g.pad_h >= 0 && g.pad_w >= 0, op,
            ": kernel ", g.kernel_h, "x", g.kernel_w, ", stride ", g.stride_h, "x", g.stride_w, ", padding ", g.pad_h,
            "x", g.pad_w, " are not valid");
-  int64_t oh = g.out_size(x[2], g.kernel_h, g.stride_h, g.pad_h), ow = g.out_size(x[3], g.kernel_w, g.stride_w, g.pad_w);
-  RG_CHECK(oh > 0 && ow > 0 && x[2] + 2 * g.pad_h >= g.kernel_h && x[3] + 2 * g.pad_w >= g.kernel_w, op, ": kernel ",
-           g.kernel_h, "x", g.kernel_w, " does not fit input ", shape_str(x), " with padding ", g.pad_h, "x", g.pad_w);
-  return {oh, ow};
+  const int64_t padded_h = checked_add(x[2], checked_mul(2, g.pad_h, op), op);
+  const int64_t padded_w = checked_add(x[3], checked_mul(2, g.pad_w, op), op);
+  RG_CHECK(padded_h >= g.kernel_h && padded_w >= g.kernel_w, op, ": kernel ", g.kernel_h, "x", g.kernel_w,
+           " does not fit input ", shape_str(x), " with padding ", g.pad_h, "x", g.pad_w);
+  return {g.out_size(x[2], g.kernel_h, g.stride_h, g.pad_h), g.out_size(x[3], g.kernel_w, g.stride_w, g.pad_w)};
+}
+
+// The im2col columns of an image batch x: (B, C*kh*kw, OH*OW).
+static Shape columns_shape(const char* op, const Shape& x, const Conv2dGeometry& g) {
+  auto [oh, ow] = output_size(op, x, g);
+  return {x[0], checked_mul(checked_mul(x[1], g.kernel_h, op), g.kernel_w, op), checked_mul(oh, ow, op)};
 }
 
 Tensor im2col(const Tensor& x, const Conv2dGeometry& g) {
   check_image_batch("im2col", x);
-  auto [oh, ow] = output_size("im2col", x.shape(), g);
-  Tensor cols = Tensor::empty({x.size(0), x.size(1) * g.kernel_h * g.kernel_w, oh * ow}, x.dtype(), x.device());
+  Tensor cols = Tensor::empty(columns_shape("im2col", x.shape(), g), x.dtype(), x.device());
   backend_for(x).im2col(x.contiguous(), cols, g);
   return cols;
 }
 
 Tensor col2im(const Tensor& cols, const Shape& x_shape, const Conv2dGeometry& g) {
   check_defined("col2im", cols);
-  RG_CHECK(x_shape.size() == 4, "col2im: image shape must be (B, C, H, W), got ", shape_str(x_shape));
-  auto [oh, ow] = output_size("col2im", x_shape, g);
-  Shape expected = {x_shape[0], x_shape[1] * g.kernel_h * g.kernel_w, oh * ow};
+  Shape expected = columns_shape("col2im", x_shape, g);
   RG_CHECK(cols.shape() == expected, "col2im: columns of shape ", shape_str(cols.shape()), " do not match image ",
            shape_str(x_shape), " (expected ", shape_str(expected), ")");
   Tensor x = Tensor::empty(x_shape, cols.dtype(), cols.device());
@@ -94,7 +101,7 @@ Conv2dGrads conv2d_backward(const Tensor& x, const Tensor& w, const Tensor& grad
 std::pair<Tensor, Tensor> max_pool2d(const Tensor& x, const Pool2dOptions& options) {
   check_image_batch("max_pool2d", x);
   Conv2dGeometry g = pool_geometry(options);
-  RG_CHECK(g.pad_h * 2 <= g.kernel_h && g.pad_w * 2 <= g.kernel_w, "max_pool2d: padding ", g.pad_h, "x", g.pad_w,
+  RG_CHECK(g.pad_h <= g.kernel_h / 2 && g.pad_w <= g.kernel_w / 2, "max_pool2d: padding ", g.pad_h, "x", g.pad_w,
            " must be at most half the kernel ", g.kernel_h, "x", g.kernel_w);
   auto [oh, ow] = output_size("max_pool2d", x.shape(), g);
   Tensor out = Tensor::empty({x.size(0), x.size(1), oh, ow}, x.dtype(), x.device());
@@ -105,8 +112,11 @@ std::pair<Tensor, Tensor> max_pool2d(const Tensor& x, const Pool2dOptions& optio
 
 Tensor max_pool2d_backward(const Tensor& grad_out, const Tensor& indices, const Shape& x_shape) {
   check_same_device("max_pool2d_backward", grad_out, indices);
-  RG_CHECK(grad_out.shape() == indices.shape() && x_shape.size() == 4, "max_pool2d_backward: gradient ",
-           shape_str(grad_out.shape()), " and indices ", shape_str(indices.shape()), " must match");
+  RG_CHECK(grad_out.shape() == indices.shape() && grad_out.dim() == 4 && x_shape.size() == 4 &&
+               grad_out.size(0) == x_shape[0] && grad_out.size(1) == x_shape[1],
+           "max_pool2d_backward: gradient ", shape_str(grad_out.shape()), " and indices ", shape_str(indices.shape()),
+           " must match each other and the (B, C) of the input ", shape_str(x_shape));
+  numel_of(x_shape, "max_pool2d_backward");  // sizes >= 0, count in range: the products below fit
   // Each output's gradient goes back to the input position that won the max.
   int64_t planes = x_shape[0] * x_shape[1];
   Tensor grad_in = Tensor::zeros({planes, x_shape[2] * x_shape[3]}, grad_out.dtype(), grad_out.device());

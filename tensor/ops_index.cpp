@@ -45,7 +45,7 @@ Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
     for (int64_t k = 0; k < t.dim(); ++k)
       RG_CHECK(k == d || t.shape()[k] == first.shape()[k], "cat: tensor ", i, " has shape ", shape_str(t.shape()),
                ", tensor 0 has ", shape_str(first.shape()), ": sizes must match except in dim ", d);
-    shape[d] += t.shape()[d];
+    shape[d] = checked_add(shape[d], t.shape()[d], "cat");
     dtype = promote(dtype, t.dtype());
   }
   Tensor out = Tensor::empty(shape, dtype, first.device());
@@ -74,8 +74,11 @@ std::vector<Tensor> split(const Tensor& x, int64_t split_size, int64_t dim) {
   RG_CHECK(split_size > 0, "split: split_size must be positive, got ", split_size);
   int64_t d = wrap_dim(dim, x.dim(), "split");
   std::vector<Tensor> parts;
-  for (int64_t start = 0; start < x.size(d); start += split_size)
-    parts.push_back(x.narrow(d, start, std::min(split_size, x.size(d) - start)));
+  for (int64_t start = 0; start < x.size(d);) {
+    const int64_t length = std::min(split_size, x.size(d) - start);  // start + split_size may overflow
+    parts.push_back(x.narrow(d, start, length));
+    start += length;
+  }
   return parts;
 }
 
@@ -83,7 +86,8 @@ std::vector<Tensor> chunk(const Tensor& x, int64_t chunks, int64_t dim) {
   check_defined("chunk", x);
   RG_CHECK(chunks > 0, "chunk: number of chunks must be positive, got ", chunks);
   int64_t d = wrap_dim(dim, x.dim(), "chunk");
-  return split(x, std::max<int64_t>(1, (x.size(d) + chunks - 1) / chunks), d);
+  const int64_t size = x.size(d);
+  return split(x, std::max<int64_t>(1, size / chunks + (size % chunks != 0)), d);  // ceil, without overflow
 }
 
 Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index) {

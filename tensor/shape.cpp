@@ -1,4 +1,5 @@
-// Shape helpers: printing, element counts, strides, broadcasting, dim wrapping.
+// Shape helpers: printing, checked size arithmetic, element counts, strides, broadcasting,
+// dim wrapping.
 #include "tensor/shape.h"
 
 #include <algorithm>
@@ -13,9 +14,26 @@ std::string shape_str(const Shape& shape) {
   return out + "]";
 }
 
-int64_t numel_of(const Shape& shape) {
-  int64_t n = 1;
-  for (int64_t s : shape) n *= s;
+int64_t checked_mul(int64_t a, int64_t b, const char* what) {
+  int64_t out = 0;
+  RG_CHECK(!__builtin_mul_overflow(a, b, &out), what, ": ", a, " * ", b, " overflows int64");
+  return out;
+}
+
+int64_t checked_add(int64_t a, int64_t b, const char* what) {
+  int64_t out = 0;
+  RG_CHECK(!__builtin_add_overflow(a, b, &out), what, ": ", a, " + ", b, " overflows int64");
+  return out;
+}
+
+int64_t numel_of(const Shape& shape, const char* op) {
+  int64_t n = 1, extent = 1;  // extent: the product with zeros counted as 1
+  for (int64_t s : shape) {
+    RG_CHECK(s >= 0, op, ": negative size ", s, " in shape ", shape_str(shape));
+    RG_CHECK(!__builtin_mul_overflow(extent, std::max<int64_t>(s, 1), &extent), op, ": shape ", shape_str(shape),
+             " has more elements than int64 holds");
+    n *= s;  // |n| <= extent: cannot overflow
+  }
   return n;
 }
 
@@ -24,7 +42,7 @@ Shape contiguous_strides(const Shape& shape) {
   int64_t stride = 1;
   for (size_t i = shape.size(); i-- > 0;) {
     strides[i] = stride;
-    stride *= std::max<int64_t>(shape[i], 1);
+    stride = checked_mul(stride, std::max<int64_t>(shape[i], 1), "contiguous_strides");
   }
   return strides;
 }

@@ -10,13 +10,39 @@
 
 namespace rg {
 
+// Every tensor, fresh or a view, passes here: sizes and strides are >= 0, the element
+// count and its bytes fit in int64 (so nbytes() cannot wrap, expanded views included), and
+// the last element lies inside the storage. So no view arithmetic (view, narrow, slice,
+// expand, select, ...) can reach memory outside the storage it shares, whatever sizes it
+// was given.
+static void check_layout(const Storage* storage, const Shape& shape, const Shape& strides, int64_t offset,
+                         DType dtype) {
+  RG_CHECK(storage != nullptr, "tensor: no storage");
+  RG_CHECK(shape.size() == strides.size(), "tensor: shape ", shape_str(shape), " and strides ", shape_str(strides),
+           " differ in rank");
+  const auto element_bytes = static_cast<int64_t>(dtype_size(dtype));
+  const int64_t numel = numel_of(shape, "tensor");
+  checked_mul(numel, element_bytes, "tensor bytes");
+  RG_CHECK(offset >= 0, "tensor: negative offset ", offset);
+  int64_t last = offset;  // the element farthest from the start
+  for (size_t i = 0; i < shape.size(); ++i) {
+    RG_CHECK(strides[i] >= 0, "tensor: negative stride in ", shape_str(strides));
+    if (numel > 0) last = checked_add(last, checked_mul(shape[i] - 1, strides[i], "tensor extent"), "tensor extent");
+  }
+  checked_mul(last, element_bytes, "tensor byte offset");  // raw_data() computes it
+  const auto capacity = static_cast<int64_t>(storage->nbytes()) / element_bytes;
+  RG_CHECK(numel == 0 || last < capacity, "tensor: a view of shape ", shape_str(shape), ", strides ",
+           shape_str(strides), " and offset ", offset, " reaches element ", last, " of a storage of ", capacity);
+}
+
 Tensor::Tensor(std::shared_ptr<Storage> storage, Shape shape, Shape strides, int64_t offset, DType dtype)
-    : storage_(std::move(storage)), shape_(std::move(shape)), strides_(std::move(strides)), offset_(offset), dtype_(dtype) {}
+    : storage_(std::move(storage)), shape_(std::move(shape)), strides_(std::move(strides)), offset_(offset), dtype_(dtype) {
+  check_layout(storage_.get(), shape_, strides_, offset_, dtype_);
+}
 
 Tensor Tensor::empty(const Shape& shape, DType dtype, Device device) {
-  for (int64_t s : shape) RG_CHECK(s >= 0, "empty: negative size in shape ", shape_str(shape));
-  size_t nbytes = static_cast<size_t>(numel_of(shape)) * dtype_size(dtype);
-  auto storage = std::make_shared<Storage>(nbytes, device);
+  const int64_t nbytes = checked_mul(numel_of(shape, "empty"), static_cast<int64_t>(dtype_size(dtype)), "empty: bytes");
+  auto storage = std::make_shared<Storage>(static_cast<size_t>(nbytes), device);
   return Tensor(std::move(storage), shape, contiguous_strides(shape), 0, dtype);
 }
 
@@ -33,7 +59,7 @@ Tensor Tensor::scalar(double value, DType dtype, Device device) { return full({}
 
 template <class T>
 Tensor Tensor::from_vector(const std::vector<T>& values, const Shape& shape) {
-  RG_CHECK(static_cast<int64_t>(values.size()) == numel_of(shape), "from_vector: ", values.size(),
+  RG_CHECK(static_cast<int64_t>(values.size()) == numel_of(shape, "from_vector"), "from_vector: ", values.size(),
            " values do not fill shape ", shape_str(shape), " (", numel_of(shape), " elements)");
   Tensor t = empty(shape, dtype_of<T>());
   std::copy(values.begin(), values.end(), t.data<T>());
@@ -95,7 +121,7 @@ static Shape infer_shape(const Shape& requested, const Shape& source, const char
       infer_at = static_cast<int64_t>(i);
     } else {
       RG_CHECK(shape[i] >= 0, op, ": invalid size ", shape[i], " in ", shape_str(requested));
-      known *= shape[i];
+      known = checked_mul(known, shape[i], op);
     }
   }
   if (infer_at >= 0) {
@@ -178,13 +204,19 @@ Tensor Tensor::t() const {
   return transpose(0, 1);
 }
 
+// The offset of element `index` along a dim of `stride` (checked: the strides of an empty
+// view are not bounded by its storage).
+static int64_t moved_offset(int64_t offset, int64_t index, int64_t stride, const char* op) {
+  return checked_add(offset, checked_mul(index, stride, op), op);
+}
+
 Tensor Tensor::narrow(int64_t d, int64_t start, int64_t length) const {
   d = wrap_dim(d, dim(), "narrow");
-  RG_CHECK(start >= 0 && length >= 0 && start + length <= shape_[d], "narrow: range [", start, ", ", start + length,
-           ") is outside dim ", d, " of size ", shape_[d], " (shape ", shape_str(shape_), ")");
+  RG_CHECK(start >= 0 && length >= 0 && start <= shape_[d] && length <= shape_[d] - start, "narrow: start ", start,
+           " and length ", length, " are outside dim ", d, " of size ", shape_[d], " (shape ", shape_str(shape_), ")");
   Shape shape = shape_;
   shape[d] = length;
-  return Tensor(storage_, shape, strides_, offset_ + start * strides_[d], dtype_);
+  return Tensor(storage_, shape, strides_, moved_offset(offset_, start, strides_[d], "narrow"), dtype_);
 }
 
 Tensor Tensor::slice(int64_t d, int64_t start, int64_t end, int64_t step) const {
@@ -195,9 +227,9 @@ Tensor Tensor::slice(int64_t d, int64_t start, int64_t end, int64_t step) const 
   start = clip(start);
   end = std::max(clip(end), start);
   Shape shape = shape_, strides = strides_;
-  shape[d] = (end - start + step - 1) / step;
-  strides[d] *= step;
-  return Tensor(storage_, shape, strides, offset_ + start * strides_[d], dtype_);
+  shape[d] = end > start ? (end - start - 1) / step + 1 : 0;
+  if (shape[d] > 1) strides[d] = checked_mul(strides[d], step, "slice");  // else the stride is never used
+  return Tensor(storage_, shape, strides, moved_offset(offset_, start, strides_[d], "slice"), dtype_);
 }
 
 Tensor Tensor::select(int64_t d, int64_t index) const {
@@ -208,7 +240,7 @@ Tensor Tensor::select(int64_t d, int64_t index) const {
   Shape shape = shape_, strides = strides_;
   shape.erase(shape.begin() + d);
   strides.erase(strides.begin() + d);
-  return Tensor(storage_, shape, strides, offset_ + index * strides_[d], dtype_);
+  return Tensor(storage_, shape, strides, moved_offset(offset_, index, strides_[d], "select"), dtype_);
 }
 
 Tensor Tensor::expand(const Shape& target) const {
@@ -223,7 +255,7 @@ Tensor Tensor::expand(const Shape& target) const {
       continue;
     }
     int64_t have = shape_[i - lead], want = target[i] == -1 ? have : target[i];
-    RG_CHECK(have == want || have == 1, "expand: shape ", shape_str(shape_), " cannot be expanded to ",
+    RG_CHECK(want >= 0 && (have == want || have == 1), "expand: shape ", shape_str(shape_), " cannot be expanded to ",
              shape_str(target), " (dim ", i, ": ", have, " vs ", want, ")");
     shape[i] = want;
     strides[i] = have == want ? strides_[i - lead] : 0;
@@ -247,7 +279,7 @@ Tensor Tensor::squeeze(int64_t d) const {
 Tensor Tensor::unsqueeze(int64_t d) const {
   d = wrap_dim(d, dim() + 1, "unsqueeze");
   Shape shape = shape_, strides = strides_;
-  int64_t stride = d < dim() ? strides_[d] * shape_[d] : 1;
+  int64_t stride = d < dim() ? checked_mul(strides_[d], shape_[d], "unsqueeze") : 1;
   shape.insert(shape.begin() + d, 1);
   strides.insert(strides.begin() + d, stride);
   return Tensor(storage_, shape, strides, offset_, dtype_);
@@ -259,7 +291,7 @@ Tensor Tensor::flatten(int64_t start_dim, int64_t end_dim) const {
   RG_CHECK(s <= e, "flatten: start_dim ", start_dim, " comes after end_dim ", end_dim);
   Shape shape(shape_.begin(), shape_.begin() + s);
   int64_t merged = 1;
-  for (int64_t i = s; i <= e; ++i) merged *= shape_[i];
+  for (int64_t i = s; i <= e; ++i) merged = checked_mul(merged, shape_[i], "flatten");
   shape.push_back(merged);
   shape.insert(shape.end(), shape_.begin() + e + 1, shape_.end());
   return reshape(shape);

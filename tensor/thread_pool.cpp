@@ -5,9 +5,11 @@
 
 #include <algorithm>
 #include <atomic>
+#include <charconv>
 #include <chrono>
 #include <condition_variable>
 #include <cstdlib>
+#include <cstring>
 #include <exception>
 #include <mutex>
 #include <string>
@@ -86,18 +88,38 @@ struct ThreadPool::State {
       }
     }
   }
+
+  void request_stop() {
+    {
+      std::lock_guard lock(mutex);
+      stopping = true;
+    }
+    wake.notify_all();
+  }
 };
 
+void start_threads(std::vector<std::thread>& threads, int count, const std::function<void(int)>& fn,
+                   const std::function<void()>& stop, const std::string& owner) {
+  try {
+    threads.reserve(static_cast<size_t>(count));  // no thread is started into a vector that then fails to grow
+    for (int i = 0; i < count; ++i) threads.emplace_back(fn, i);
+  } catch (const std::exception& e) {  // std::system_error, std::bad_alloc
+    const size_t started = threads.size();
+    stop();
+    for (std::thread& t : threads) t.join();
+    threads.clear();
+    RG_THROW(owner, ": could not start thread ", started + 1, " of ", count, ": ", e.what());
+  }
+}
+
 ThreadPool::ThreadPool(int num_threads) : num_threads_(std::max(1, num_threads)), state_(std::make_unique<State>()) {
-  for (int i = 0; i + 1 < num_threads_; ++i) state_->workers.emplace_back([this, i] { state_->worker_loop(i); });
+  start_threads(
+      state_->workers, num_threads_ - 1, [this](int i) { state_->worker_loop(i); }, [this] { state_->request_stop(); },
+      detail::concat("thread pool of ", num_threads_, " threads (the caller and ", num_threads_ - 1, " workers)"));
 }
 
 ThreadPool::~ThreadPool() {
-  {
-    std::lock_guard lock(state_->mutex);
-    state_->stopping = true;
-  }
-  state_->wake.notify_all();
+  state_->request_stop();
   for (auto& worker : state_->workers) worker.join();
 }
 
@@ -135,8 +157,11 @@ void ThreadPool::parallel_for(int64_t begin, int64_t end, int64_t grain,
 
 int default_num_threads() {
   if (const char* env = std::getenv("RINGGRAD_NUM_THREADS")) {
-    int n = std::atoi(env);
-    RG_CHECK(n >= 1, "RINGGRAD_NUM_THREADS='", env, "' must be a positive integer");
+    int n = 0;
+    const char* end = env + std::strlen(env);
+    auto [stop, error] = std::from_chars(env, end, n);
+    RG_CHECK(error == std::errc() && stop == end && n >= 1, "RINGGRAD_NUM_THREADS='", env,
+             "' must be a positive integer");
     return n;
   }
   int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));

@@ -7,12 +7,25 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <string>
+#include <thread>
+#include <vector>
 
 namespace rg {
 
+// Starts `count` threads into `threads` (empty on entry), thread i running fn(i): all of
+// them or none. When the system refuses one (std::system_error under a process or memory
+// limit) or memory runs out, stop() is called to make the started ones return, they are
+// joined, and rg::Error("<owner>: could not start thread <i> of <count>: <reason>") is
+// thrown, instead of unwinding past running std::threads into std::terminate.
+void start_threads(std::vector<std::thread>& threads, int count, const std::function<void(int)>& fn,
+                   const std::function<void()>& stop, const std::string& owner);
+
 class ThreadPool {
  public:
-  explicit ThreadPool(int num_threads);  // the caller counts as one of them
+  // The caller counts as one of the threads. Throws rg::Error (see start_threads) when
+  // the workers cannot be started.
+  explicit ThreadPool(int num_threads);
   ~ThreadPool();
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;
@@ -35,7 +48,8 @@ int default_num_threads();
 
 ThreadPool& current_thread_pool();
 int get_num_threads();
-// Resizes the current pool (the default one, or the one a ThreadPoolScope installed).
+// Resizes the current pool (the default one, or the one a ThreadPoolScope installed). When
+// the new pool's threads cannot be started it throws, and the current pool stays in place.
 void set_num_threads(int num_threads);
 
 // Gives the calling thread its own pool of `num_threads` for the scope's lifetime.

@@ -143,10 +143,12 @@ struct ConvSizes {
   Conv2dGeometry g;
   int64_t rows;       // C*kh*kw, the GEMM's inner dimension
   int64_t positions;  // OH*OW
+  int64_t columns;    // rows * positions, a sample's scratch: x, w and y may all fit while it does not
 
   ConvSizes(const Tensor& x, const Tensor& w, const Conv2dGeometry& geometry)
       : batch(x.size(0)), channels(x.size(1)), out_channels(w.size(0)), d(plane_dims(x, geometry)), g(geometry),
-        rows(channels * g.kernel_h * g.kernel_w), positions(d.oh * d.ow) {}
+        rows(channels * g.kernel_h * g.kernel_w), positions(d.oh * d.ow),
+        columns(checked_mul(rows, positions, "conv2d: columns of a sample")) {}
   int64_t x_sample() const { return channels * d.h * d.w; }   // elements of one sample of x
   int64_t y_sample() const { return out_channels * positions; }  // and of y
 };
@@ -203,7 +205,7 @@ void conv2d_typed(const Tensor& x, const Tensor& w, const Tensor& bias, const Te
   T* y_data = y.data<T>();
   for_each_sample_group(c.batch, sample_groups(c.batch), [&](int64_t, int64_t begin, int64_t end) {
     Tensor cols_holder;
-    T* cols = scratch<T>(cols_holder, c.rows * c.positions);
+    T* cols = scratch<T>(cols_holder, c.columns);
     for (int64_t n = begin; n < end; ++n) {
       unfold_sample<true>(x_data + n * c.x_sample(), cols, c);
       T* out = y_data + n * c.y_sample();  // (O, OH*OW) = W (O, C*kh*kw) @ cols
@@ -236,7 +238,7 @@ void conv2d_backward_typed(const Tensor& x, const Tensor& w, const Tensor& grad_
     T* group_w_t = partial_data + group * partial_size;
     T* group_bias = group_w_t + weight_size;
     Tensor cols_holder;
-    T* cols = scratch<T>(cols_holder, c.rows * c.positions);
+    T* cols = scratch<T>(cols_holder, c.columns);
     for (int64_t n = begin; n < end; ++n) {
       const T* g = gy_data + n * c.y_sample();
       if (grad_bias.defined())

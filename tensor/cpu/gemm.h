@@ -1,20 +1,32 @@
 // One row-major GEMM call, c = alpha * op(a) @ op(b) + beta * c, for float and double, so
-// templated kernels can call OpenBLAS without spelling its type prefix.
+// templated kernels can call OpenBLAS without spelling its type prefix. OpenBLAS takes
+// 32-bit sizes (blasint): a larger size or leading dimension is an error, never truncated.
 #pragma once
 #include <cblas.h>
 
 #include <cstdint>
+#include <limits>
+
+#include "tensor/error.h"
 
 namespace rg::cpu {
 
+inline blasint blas_int(int64_t value) {
+  RG_CHECK(value >= 0 && value <= std::numeric_limits<blasint>::max(), "cpu matmul: size ", value,
+           " exceeds BLAS's 32-bit sizes");
+  return static_cast<blasint>(value);
+}
+
 inline void gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int64_t m, int64_t n, int64_t k, const float* a,
                  int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
-  cblas_sgemm(CblasRowMajor, ta, tb, m, n, k, 1.0f, a, lda, b, ldb, beta, c, ldc);
+  cblas_sgemm(CblasRowMajor, ta, tb, blas_int(m), blas_int(n), blas_int(k), 1.0f, a, blas_int(lda), b, blas_int(ldb),
+              beta, c, blas_int(ldc));
 }
 
 inline void gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int64_t m, int64_t n, int64_t k, const double* a,
                  int64_t lda, const double* b, int64_t ldb, double beta, double* c, int64_t ldc) {
-  cblas_dgemm(CblasRowMajor, ta, tb, m, n, k, 1.0, a, lda, b, ldb, beta, c, ldc);
+  cblas_dgemm(CblasRowMajor, ta, tb, blas_int(m), blas_int(n), blas_int(k), 1.0, a, blas_int(lda), b, blas_int(ldb),
+              beta, c, blas_int(ldc));
 }
 
 }  // namespace rg::cpu

@@ -1,13 +1,21 @@
-// The safetensors writer and reader: round trip, atomic writes, and corrupt files, each
-// rejected with a message that names the file and the problem.
+// The safetensors writer and reader: round trip, atomic writes (one locked temporary per
+// target, even across kills), and corrupt or hostile files, each rejected with a short
+// message that names the file and the problem.
 #include <catch2/catch.hpp>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/file.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 
 #include "nn/checkpoint.h"
 #include "tensor/ops.h"
+#include "tensor/thread_pool.h"
 
 using namespace rg;
 namespace fs = std::filesystem;
@@ -177,4 +185,149 @@ TEST_CASE("checkpoint.fuzz_corpus_replay", "[checkpoint]") {
     }
   }
   CHECK(files >= 200);
+}
+
+TEST_CASE("checkpoint.hostile_headers", "[checkpoint]") {
+  const std::string deep_array = std::string(100000, '[') + std::string(100000, ']');
+  std::string deep_object;
+  for (int i = 0; i < 100000; ++i) deep_object += R"({"a":)";
+  deep_object.append("1").append(100000, '}');
+  const std::string long_name(1 << 20, 'n');
+  std::string long_array = "[0";
+  for (int i = 0; i < 100000; ++i) long_array += ",1";
+  long_array += "]";
+  const std::string x4 = R"("x":{"dtype":"F32","shape":[1],"data_offsets":[0,4]})";
+  struct Case {
+    std::string header;
+    size_t data_bytes;
+    const char* expected;
+  };
+  const std::vector<Case> cases = {
+      // Nesting: a few hundred kB nested 100,000 deep once overflowed the stack.
+      {R"({"__metadata__":{"k":)" + deep_array + "}}", 0, "deeper than 128 levels"},
+      {R"({"x":)" + deep_object + "}", 0, "deeper than 128 levels"},
+      {R"({"x":{"dtype":"F32","shape":)" + deep_array + R"(,"data_offsets":[0,0]}})", 0, "deeper than 128 levels"},
+      {"{\"x\":" + std::string(128, '[') + std::string(128, ']') + "}", 0, "deeper than 128 levels"},
+      {"{\"x\":" + std::string(127, '[') + std::string(127, ']') + "}", 0, "needs dtype, shape and data_offsets"},
+      {deep_array, 0, "deeper than 128 levels"},
+      // Repeated keys: the parser would keep one silently.
+      {"{" + x4 + "," + x4 + "}", 4, "the key 'x' appears twice"},
+      {R"({"__metadata__":{"step":"1","step":"9"}})", 0, "the key 'step' appears twice"},
+      {R"({"__metadata__":{"a":"1"},"__metadata__":{"a":"2"}})", 0, "appears twice"},
+      // Long text is quoted short.
+      {R"({")" + long_name + R"(":{"dtype":"Q8","shape":[1],"data_offsets":[0,1]}})", 1, "(1048576 bytes)"},
+      {R"({"x":{"dtype":")" + long_name + R"(","shape":[1],"data_offsets":[0,1]}})", 1, "unknown dtype 'nnnn"},
+      {R"({"__metadata__":{"k":)" + long_array + "}}", 0, "must be a string, got an array of 100001 items"},
+      {R"({"x":{"dtype":"F32","shape":)" + long_array + R"(,"data_offsets":[0,4]}})", 4, "has 100001 items"},
+      {R"({"x":)" + long_array + "}", 0, "got an array of 100001 items"},
+      // Shapes whose sizes do not fit, counted with zeros as 1.
+      {R"({"x":{"dtype":"U8","shape":[0,1099511627776,1099511627776,1099511627776],"data_offsets":[0,0]}})", 0,
+       "is too large"},
+      {R"({"x":{"dtype":"F32","shape":[4294967296,4294967296],"data_offsets":[0,0]}})", 0, "is too large"},
+      {R"({"x":{"dtype":"U8","shape":[18446744073709551615],"data_offsets":[0,0]}})", 0, "is too large"},
+      {R"({"x":{"dtype":"U8","shape":[1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,)"
+       R"(1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1],"data_offsets":[0,1]}})",
+       1, "shape has 65 items, expected at most 64"},
+      {R"({"x":{"dtype":"U8","shape":[2.0],"data_offsets":[0,2]}})", 2, "non-negative integers, got 2.0"},
+      {R"({"x":{"dtype":"U8","shape":"abc","data_offsets":[0,2]}})", 2, "shape must be an array, got 'abc'"},
+      {R"({"x":{"dtype":"U8","shape":[2],"data_offsets":[0,2,4]}})", 4, "data_offsets has 3 items, expected 2"},
+      {R"({"x":{"dtype":7,"shape":[2],"data_offsets":[0,2]}})", 2, "dtype must be a string, got 7"},
+      {R"({"__metadata__":["a"]})", 0, "__metadata__ must be an object of strings, got an array of 1 items"},
+      // The data must tile the data section: no gap, no trailing bytes, no overlap.
+      {"{" + x4 + R"(,"y":{"dtype":"F32","shape":[1],"data_offsets":[8,12]}})", 12, "bytes [4, 8) of the data"},
+      {R"({"x":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})", 8, "bytes [0, 4) of the data section belong"},
+      {"{" + x4 + "}", 12, "bytes [4, 12) of the data section belong to no tensor (trailing data)"},
+      {R"({"__metadata__":{"a":"b"}})", 3, "bytes [0, 3) of the data section belong to no tensor"},
+      {"{" + x4 + R"(,"y":{"dtype":"U8","shape":[0],"data_offsets":[2,2]}})", 4, "overlap"},
+      {R"({"x":{"dtype":"U8","shape":[1],"data_offsets":[18446744073709551614,18446744073709551615]}})", 1,
+       "lie outside the data section"},
+      {"{\"x\xff\":1}", 0, "not valid JSON"},  // not UTF-8
+  };
+  for (const Case& c : cases) {
+    const std::string error = parse_error(file_with_header(c.header, c.data_bytes));
+    INFO(error.substr(0, 300));
+    CHECK_THAT(error, Catch::Contains(c.expected));
+    CHECK(error.size() < 400);  // no whole value, name or shape repeated
+  }
+  // Valid layouts in any order, zero-sized tensors included.
+  const std::string reordered = R"({"y":{"dtype":"F32","shape":[1],"data_offsets":[4,8]},)" + x4 +
+                                R"(,"e":{"dtype":"F64","shape":[0,3],"data_offsets":[4,4]},)"
+                                R"("z":{"dtype":"U8","shape":[0],"data_offsets":[8,8]}})";
+  const std::vector<uint8_t> bytes = file_with_header(reordered, 8);
+  const nn::SafetensorsFile file = nn::parse_safetensors(bytes.data(), bytes.size());
+  CHECK(file.tensors.size() == 4);
+  CHECK(file.tensors.at("e").shape() == Shape{0, 3});
+  std::string rank64 = R"({"x":{"dtype":"U8","shape":[1)";
+  for (int i = 1; i < 64; ++i) rank64 += ",1";
+  const std::vector<uint8_t> ones = file_with_header(rank64 + R"(],"data_offsets":[0,1]}})", 1);
+  CHECK(nn::parse_safetensors(ones.data(), ones.size()).tensors.at("x").dim() == 64);
+}
+
+TEST_CASE("checkpoint.reads_regular_files_only", "[checkpoint]") {
+  CHECK_THROWS_WITH(nn::read_safetensors("/dev/zero"), Catch::Contains("'/dev/zero': not a regular file"));
+  fs::path dir = temp_dir("not_regular");
+  CHECK_THROWS_WITH(nn::read_safetensors(dir.string()), Catch::Contains("not a regular file"));
+  fs::remove_all(dir);
+}
+
+namespace {
+
+std::vector<std::string> files_in(const fs::path& dir) {
+  std::vector<std::string> names;
+  for (const auto& entry : fs::directory_iterator(dir)) names.push_back(entry.path().filename().string());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+}  // namespace
+
+TEST_CASE("checkpoint.temp_files_do_not_pile_up", "[checkpoint]") {
+  fs::path dir = temp_dir("temp_files");
+  const std::string path = (dir / "ckpt.safetensors").string(), temp = path + ".tmp";
+  const std::map<std::string, Tensor> small = {{"v", Tensor::ones({3})}};
+
+  SECTION("a stale temporary from a killed writer is taken over by the next save") {
+    std::ofstream(temp) << "half a checkpoint";
+    nn::write_safetensors(path, small, {});
+    CHECK(files_in(dir) == std::vector<std::string>{"ckpt.safetensors"});
+    CHECK(nn::read_safetensors(path).tensors.at("v").shape() == Shape{3});
+  }
+  SECTION("writers killed mid-write leave one temporary at most, and the last good file") {
+    // 16 MB files, so that a kill lands inside a write; the child saves until killed.
+    const std::map<std::string, Tensor> big = {{"v", Tensor::zeros({4 << 20})}};
+    nn::write_safetensors(path, small, {});
+    for (int kill = 0; kill < 5; ++kill) {
+      const pid_t pid = ::fork();
+      if (pid == 0) {
+        ThreadPoolScope inline_ops(1);  // the parent's pool has no workers in this child
+        for (;;) nn::write_safetensors(path, big, {});
+      }
+      REQUIRE(pid > 0);
+      for (int wait = 0; wait < 2000 && !fs::exists(temp); ++wait) ::usleep(500);
+      ::usleep(1000 * kill);
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, nullptr, 0);
+      const std::vector<std::string> files = files_in(dir);
+      CHECK(files.size() <= 2);                   // the checkpoint, and perhaps ckpt.safetensors.tmp
+      CHECK_NOTHROW(nn::read_safetensors(path));  // the old file or a complete new one
+    }
+    nn::write_safetensors(path, small, {});
+    CHECK(files_in(dir) == std::vector<std::string>{"ckpt.safetensors"});
+  }
+  SECTION("a second writer of the same file is refused while the first writes") {
+    const int holder = ::open(temp.c_str(), O_WRONLY | O_CREAT, 0644);
+    REQUIRE(holder >= 0);
+    REQUIRE(::flock(holder, LOCK_EX) == 0);  // as a live writer holds it
+    CHECK_THROWS_WITH(nn::write_safetensors(path, small, {}),
+                      Catch::Contains("another process is writing it") && Catch::Contains(temp));
+    ::close(holder);
+    nn::write_safetensors(path, small, {});
+    CHECK(files_in(dir) == std::vector<std::string>{"ckpt.safetensors"});
+  }
+  SECTION("a failed write removes its temporary") {
+    fs::create_directories(path);  // rename onto a directory fails
+    CHECK_THROWS_WITH(nn::write_safetensors(path, small, {}), Catch::Contains("rename failed"));
+    CHECK(files_in(dir) == std::vector<std::string>{"ckpt.safetensors"});  // the directory alone
+  }
+  fs::remove_all(dir);
 }

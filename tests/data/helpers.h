@@ -1,12 +1,15 @@
-// Shared helpers for the data tests: a temporary folder, and writers of small IDX, CIFAR,
-// gzip, PNG and BMP files built byte by byte (stored, uncompressed deflate blocks), so the
-// tests need no zlib or image library of their own and can corrupt any byte they like.
+// Shared helpers for the data tests: a temporary folder, a scoped $RINGGRAD_DATA, and
+// writers of small IDX, CIFAR, gzip, PNG and BMP files built byte by byte (stored,
+// uncompressed deflate blocks), so the tests need no zlib or image library of their own
+// and can corrupt any byte they like.
 #pragma once
 #include <catch2/catch.hpp>
 
 #include <cstdint>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -36,6 +39,26 @@ class TempDir {
 
  private:
   std::filesystem::path path_;
+};
+
+// RINGGRAD_DATA set to `value` while it lives.
+class DataRootsOverride {
+ public:
+  explicit DataRootsOverride(const std::string& value) {
+    if (const char* old = std::getenv("RINGGRAD_DATA")) saved_ = old;
+    setenv("RINGGRAD_DATA", value.c_str(), 1);
+  }
+  ~DataRootsOverride() {
+    if (saved_)
+      setenv("RINGGRAD_DATA", saved_->c_str(), 1);
+    else
+      unsetenv("RINGGRAD_DATA");
+  }
+  DataRootsOverride(const DataRootsOverride&) = delete;
+  DataRootsOverride& operator=(const DataRootsOverride&) = delete;
+
+ private:
+  std::optional<std::string> saved_;
 };
 
 inline void write_file(const std::string& path, const Bytes& bytes) {

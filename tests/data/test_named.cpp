@@ -1,33 +1,11 @@
 // Data sets by name: the names and folder:PATH, synthetic splits drawn from one seeded set,
 // image folders resized to image_size, both splits read together (a bad test split fails the
 // load), and each data set's ImageShape.
-#include <cstdlib>
-#include <optional>
-
 #include "helpers.h"
 
 using namespace rg;
 using Catch::Matchers::Contains;
 using test::error_of;
-
-namespace {
-
-// RINGGRAD_DATA set to `value` while it lives.
-class DataRootsOverride {
- public:
-  explicit DataRootsOverride(const std::string& value) {
-    if (const char* old = std::getenv("RINGGRAD_DATA")) saved_ = old;
-    setenv("RINGGRAD_DATA", value.c_str(), 1);
-  }
-  ~DataRootsOverride() {
-    if (saved_) setenv("RINGGRAD_DATA", saved_->c_str(), 1); else unsetenv("RINGGRAD_DATA");
-  }
-
- private:
-  std::optional<std::string> saved_;
-};
-
-}  // namespace
 
 TEST_CASE("data.named_dataset_names", "[data]") {
   for (const std::string& name : data::dataset_names()) CHECK(data::is_dataset_name(name));
@@ -81,7 +59,7 @@ TEST_CASE("data.named_reads_both_splits_before_returning", "[data]") {
   test::Bytes test_images = test::idx_images(2, 28, 28);
   test_images.pop_back();
   test::write_file(dir / "fashion-mnist/t10k-images-idx3-ubyte", test_images);
-  const DataRootsOverride roots(dir.str());
+  const test::DataRootsOverride roots(dir.str());
   // A good train split and a truncated test split: the load fails, naming the test file.
   CHECK_THAT(error_of([] { data::load_named({.name = "fashion-mnist"}); }),
              Contains(dir / "fashion-mnist/t10k-images-idx3-ubyte") && Contains("truncated"));
