@@ -125,12 +125,12 @@ TEST_CASE("train.resume_across_modes_and_changes", "[train]") {
                                  (dir.path / "adam").string());
   CHECK(adam.exit_code == 2);
   CHECK_THAT(last_line(adam.output), Catch::Contains("error: --resume: ") &&
-                                         Catch::Contains("optimizer 'sgd', this run has 'adam'") &&
+                                         Catch::Contains("optimizer 'SGD', this run has 'Adam'") &&
                                          Catch::Contains("--resume-with-changes"));
   const ToolRun adam_anyway = run_train(data + "--batch-size 64 --optimizer adam --max-steps 8 --resume-with-changes "
                                         "--resume " + ckpt + " --out " + (dir.path / "adam").string());
   CHECK(adam_anyway.exit_code == 0);
-  CHECK(adam_anyway.output.find("optimizer sgd -> adam (fresh state)") != std::string::npos);
+  CHECK(adam_anyway.output.find("optimizer SGD -> Adam (fresh state)") != std::string::npos);
 
   const ToolRun bigger = run_train(data + "--batch-size 32 --resume " + ckpt + " --out " + (dir.path / "b").string());
   CHECK(bigger.exit_code == 2);

@@ -76,6 +76,8 @@ int run_training(const TrainOptions& options, int argc, char** argv) {
       std::cout << options.parallel << " with " << options.workers << " workers (" << options.backend
                 << " backend, " << options.allreduce << " all-reduce)\n";
     }
+    if (const std::string from = data.train->source(); !from.empty())
+      std::cout << "data: " << from << (data.test->source() != from ? " and " + data.test->source() : "") << "\n";
     std::cout << "batch: " << describe_batch_and_lr(options) << std::endl;
     if (const BlasInfo blas = blas_info(); device.is_cpu() && !blas.advice.empty())
       std::cout << "note: " << blas.advice << std::endl;

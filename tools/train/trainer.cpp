@@ -25,13 +25,14 @@ namespace {
 constexpr int64_t kEvalBatch = 1000;  // evaluation only: bigger batches, same result
 constexpr double kWarmupStartFactor = 0.1;
 
-// What a checkpoint records of its run, for resuming: the model and data must match;
-// another optimizer or global batch needs --resume-with-changes; another mode or worker
-// count with the same global batch trains on the same batches, so it only gets a note.
-std::map<std::string, std::string> run_facts(const TrainOptions& o) {
+// What a checkpoint records of its run, for resuming (besides the optimizer's name, which
+// save_checkpoint records itself): the model and data must match; another optimizer or
+// global batch needs --resume-with-changes; another mode or worker count with the same
+// global batch trains on the same batches, so it only gets a note.
+std::map<std::string, std::string> run_facts(const TrainOptions& o, const optim::Optimizer& optimizer) {
   return {{"model", o.model},
           {"data", o.data},
-          {"optimizer", o.optimizer},
+          {"optimizer", optimizer.name()},
           {"global_batch", std::to_string(o.global_batch())},
           {"parallel", o.parallel},
           {"workers", std::to_string(o.workers)}};
@@ -226,7 +227,7 @@ void Trainer::restore(const std::string& path) {
   } catch (const Error& e) {
     throw ResumeError(e.message());
   }
-  const auto mine = run_facts(options_);
+  const auto mine = run_facts(options_, *optimizer_);
   auto written_with = [&](const std::string& key) {
     return "checkpoint " + path + " was written with " + key + " '" + fact(file, key) + "', this run has '" +
            mine.at(key) + "'";
@@ -264,7 +265,7 @@ void Trainer::restore(const std::string& path) {
 
 // One line for what changed since the checkpoint and how the run goes on.
 void Trainer::describe_resume(const nn::SafetensorsFile& file, bool new_optimizer, bool new_batch) const {
-  const auto mine = run_facts(options_);
+  const auto mine = run_facts(options_, *optimizer_);
   std::ostringstream out;
   out << "resuming at step " << step_ << " (epoch " << start_epoch_ + 1 << ", batch " << start_position_ << ")";
   if (fact(file, "parallel") != mine.at("parallel") || fact(file, "workers") != mine.at("workers"))
@@ -281,7 +282,8 @@ void Trainer::describe_resume(const nn::SafetensorsFile& file, bool new_optimize
 void Trainer::save_checkpoint(int64_t epoch, int64_t position) const {
   if (!is_main_) return;
   nn::Checkpoint info{.step = step_, .epoch = epoch, .sampler_epoch = epoch, .sampler_position = position,
-                      .generators = {{"default", &default_generator()}}, .extra = run_facts(options_)};
+                      .generators = {{"default", &default_generator()}}, .extra = run_facts(options_, *optimizer_)};
+  info.extra.erase("optimizer");  // save_checkpoint writes it
   nn::save_checkpoint(checkpoint_path().string(), *model_, optimizer_.get(), info);
 }
 
