@@ -161,10 +161,8 @@ void report(const Sweep& sweep, const Settings& s, const std::filesystem::path& 
                           .y_label = "loss (window mean)"});
   for (int64_t batch : s.batches) {
     const Run& run = sweep.at(Rule::linear, batch);
-    std::vector<double> clipped;
-    for (double l : run.loss) clipped.push_back(std::isfinite(l) ? std::min(l, kClip) : kClip);
     const double epochs_per_step = 1.0 / static_cast<double>(s.train_images / batch);
-    loss.add_series("batch " + std::to_string(batch), chapters::smoothed_curve(clipped, epochs_per_step));
+    loss.add_series("batch " + std::to_string(batch), chapters::smoothed_curve(run.loss, epochs_per_step, 60, kClip));
   }
   loss.save(out / "loss.svg");
 }
