@@ -39,6 +39,7 @@ class DDPTrainer : public Trainer {
   void start_epoch(int64_t batches) override { ddp_->check_even_inputs(batches); }
   void trace_communication(parallel::Observer* observer) override;
   std::vector<report::TraceEvent> gather_trace() override { return parallel::gather_trace(*pg_, trace_events()); }
+  std::vector<parallel::CommStats> traffic_by_rank() override;
 
  private:
   std::shared_ptr<parallel::ProcessGroup> pg_;

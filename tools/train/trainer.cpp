@@ -13,7 +13,9 @@
 #include "autograd/functions.h"
 #include "data/sampler.h"
 #include "nn/checkpoint.h"
+#include "report/html_page.h"
 #include "report/progress.h"
+#include "report/table.h"
 #include "report/training_charts.h"
 #include "tensor/blas.h"
 #include "tensor/thread_pool.h"
@@ -104,13 +106,17 @@ RunSummary Trainer::run() {
     trace_communication(nullptr);
   }
   RunSummary s;
-  if (options_.trace_steps > 0) s.comm_hidden = write_trace(gather_trace());
+  const std::vector<report::TraceEvent> events =
+      options_.trace_steps > 0 ? gather_trace() : std::vector<report::TraceEvent>{};
+  s.comm_hidden = write_trace(events);
+  const std::vector<parallel::CommStats> traffic = traffic_by_rank();
   s.test = last_eval_;
   s.train_time_s = train_clock_.seconds();
   s.samples_per_s = s.train_time_s > 0 ? static_cast<double>(samples_) / s.train_time_s : 0;
   s.time_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - run_start).count();
   s.epochs = epoch;
   s.steps = step_;
+  if (is_main_) write_report(s, events, traffic);
   return s;
 }
 
@@ -287,23 +293,24 @@ void Trainer::save_checkpoint(int64_t epoch, int64_t position) const {
   nn::save_checkpoint(checkpoint_path().string(), *model_, optimizer_.get(), info);
 }
 
-void Trainer::write_config() const {
+report::Fields Trainer::config_fields() const {
   const data::ImageShape s = data_.shape();
   int64_t parameters = 0;
   for (const auto& p : model_->parameters()) parameters += p.numel();
   const auto& o = options_;
-  report::write_json_file(
-      out_dir_ / "config.json",
-      report::Fields{{"data", o.data}, {"dataset", data_.train->name()}, {"train_size", data_.train->size()},
-                     {"test_size", data_.test->size()},
-                     {"image", std::to_string(s.channels) + "x" + std::to_string(s.height) + "x" + std::to_string(s.width)},
-                     {"classes", s.num_classes}, {"model", o.model}, {"parameters", parameters}, {"epochs", o.epochs},
-                     {"batch_size", o.batch_size}, {"steps_per_epoch", steps_per_epoch_}, {"optimizer", o.optimizer},
-                     {"lr", o.lr}, {"momentum", o.momentum}, {"warmup_epochs", o.warmup_epochs}, {"device", o.device},
-                     {"dtype", o.dtype}, {"threads", get_num_threads()}, {"blas_kernels", blas_info().kernels},
-                     {"seed", static_cast<int64_t>(o.seed)}, {"eval_every", o.eval_every},
-                     {"max_steps", o.max_steps}, {"resume", o.resume}});
+  return {{"data", o.data}, {"dataset", data_.train->name()}, {"train_size", data_.train->size()},
+          {"test_size", data_.test->size()},
+          {"image", std::to_string(s.channels) + "x" + std::to_string(s.height) + "x" + std::to_string(s.width)},
+          {"classes", s.num_classes}, {"model", o.model}, {"parameters", parameters}, {"epochs", o.epochs},
+          {"batch_size", o.batch_size}, {"steps_per_epoch", steps_per_epoch_}, {"optimizer", o.optimizer},
+          {"lr", o.lr}, {"momentum", o.momentum}, {"warmup_epochs", o.warmup_epochs}, {"device", o.device},
+          {"dtype", o.dtype}, {"threads", get_num_threads()}, {"blas_kernels", blas_info().kernels},
+          {"seed", static_cast<int64_t>(o.seed)}, {"eval_every", o.eval_every}, {"max_steps", o.max_steps},
+          {"resume", o.resume}, {"parallel", o.parallel}, {"workers", o.workers}, {"backend", o.backend},
+          {"allreduce", o.allreduce}, {"reducer", o.reducer}};
 }
+
+void Trainer::write_config() const { report::write_json_file(out_dir_ / "config.json", config_fields()); }
 
 void Trainer::record_step(const StepResult& r, int64_t epoch) {
   if (!metrics_) return;
@@ -348,6 +355,72 @@ std::optional<double> Trainer::write_trace(const std::vector<report::TraceEvent>
   return report::overlap_fraction(events, "comm", "backward", std::nullopt, "wait");
 }
 
+namespace {
+std::string text_of(const report::Value& v) {
+  return v.visit([](const auto& x) -> std::string {
+    using T = std::decay_t<decltype(x)>;
+    if constexpr (std::is_same_v<T, std::monostate>) return "";
+    else if constexpr (std::is_same_v<T, std::string>) return x;
+    else if constexpr (std::is_same_v<T, bool>) return x ? "true" : "false";
+    else {
+      std::ostringstream out;
+      out << x;
+      return out.str();
+    }
+  });
+}
+}  // namespace
+
+// OUT/report.html: the configuration, the batch arithmetic, the curves, the result and,
+// for a traced parallel run, the per-rank timeline, traffic and overlap, on one page.
+void Trainer::write_report(const RunSummary& s, const std::vector<report::TraceEvent>& events,
+                           const std::vector<parallel::CommStats>& traffic) const {
+  report::HtmlPage page("ringgrad-train: " + options_.model + " on " + data_.train->name());
+  std::vector<std::pair<std::string, std::string>> config;
+  for (const auto& [key, value] : config_fields()) config.emplace_back(key, text_of(value));
+  std::ostringstream result;
+  result << std::fixed << std::setprecision(2) << 100 * s.test.accuracy() << "% (test loss " << std::setprecision(4)
+         << s.test.loss() << ")";
+  page.heading("Result")
+      .facts({{"test accuracy", result.str()},
+              {"steps", std::to_string(s.steps)},
+              {"epochs", std::to_string(s.epochs)},
+              {"samples/s (training)", std::to_string(static_cast<int64_t>(s.samples_per_s))},
+              {"time", report::Table::number(s.time_s, 1) + " s"}})
+      .heading("Batch arithmetic")
+      .paragraph(describe_batch_and_lr(options_));
+  const auto records = report::read_jsonl(metrics_path());
+  page.heading("Training curves")
+      .chart(report::training_chart(records, "loss"), "loss per step (window mean) and on the test set")
+      .chart(report::training_chart(records, "accuracy"), "accuracy per step (window mean) and on the test set");
+  if (!events.empty()) {
+    page.heading("Timeline of steps 1-" + std::to_string(options_.trace_steps))
+        .chart(report::to_timeline(events, {.title = "one lane per rank", .x_label = "time (ms)"}),
+               "forward, backward, each all-reduce on the communication thread, waits, optimizer (trace.json has "
+               "the detail: ui.perfetto.dev)");
+  }
+  if (s.comm_hidden) {
+    std::ostringstream hidden;
+    hidden << std::fixed << std::setprecision(0) << 100 * *s.comm_hidden << "% of the traced steps' all-reduce time "
+           << "ran while backward was still computing";
+    page.heading("Overlap").paragraph(hidden.str());
+  }
+  if (!traffic.empty()) {
+    std::vector<std::string> ranks;
+    std::vector<double> sent, received;
+    for (size_t r = 0; r < traffic.size(); ++r) {
+      ranks.push_back("rank " + std::to_string(r));
+      sent.push_back(static_cast<double>(traffic[r].bytes_sent) / (1 << 20));
+      received.push_back(static_cast<double>(traffic[r].bytes_received) / (1 << 20));
+    }
+    report::BarChart bars({.title = "traffic per rank over the run", .y_label = "MiB"}, ranks);
+    bars.add_series("sent", sent).add_series("received", received);
+    page.heading("Traffic per rank").chart(bars, "bytes each rank's process group sent and received");
+  }
+  page.heading("Configuration").facts(config);
+  page.save(out_dir_ / "report.html");
+}
+
 void print_summary(std::ostream& out, const RunSummary& s, const std::filesystem::path& out_dir) {
   std::ostringstream text;  // formatting flags stay local to this function
   text << std::fixed << std::setprecision(2) << "test accuracy " << 100 * s.test.accuracy() << "% (test loss "
@@ -359,8 +432,8 @@ void print_summary(std::ostream& out, const RunSummary& s, const std::filesystem
          << "% of all-reduce time (timeline: " << (out_dir / "timeline.svg").string() << ", trace: "
          << (out_dir / "trace.json").string() << ")\n";
   }
-  text << "plots: " << (out_dir / "loss.svg").string() << " " << (out_dir / "accuracy.svg").string()
-       << "; metrics: " << (out_dir / "metrics.jsonl").string() << "; checkpoint: "
+  text << "report: " << (out_dir / "report.html").string() << "; plots: " << (out_dir / "loss.svg").string() << " "
+       << (out_dir / "accuracy.svg").string() << "; metrics: " << (out_dir / "metrics.jsonl").string() << "; checkpoint: "
        << (out_dir / "checkpoint.safetensors").string() << "\n";
   text << std::setprecision(4) << "summary: test_acc=" << s.test.accuracy() << " test_loss=" << s.test.loss()
        << std::setprecision(0) << " samples_per_s=" << s.samples_per_s << " epochs=" << s.epochs

@@ -20,6 +20,7 @@
 #include "nn/schedule.h"
 #include "parallel/fault.h"
 #include "parallel/observer.h"
+#include "parallel/process_group.h"
 #include "report/metrics.h"
 #include "report/stopwatch.h"
 #include "report/trace.h"
@@ -102,6 +103,8 @@ class Trainer {
   virtual void trace_communication(parallel::Observer* /*observer*/) {}
   // Every rank's trace events, on the main rank (a collective in parallel modes).
   virtual std::vector<report::TraceEvent> gather_trace() { return trace_events(); }
+  // Every rank's traffic over the run, on the main rank (a collective); none by default.
+  virtual std::vector<parallel::CommStats> traffic_by_rank() { return {}; }
 
   nn::Module& model() { return *model_; }
   const TrainOptions& options() const { return options_; }
@@ -116,7 +119,10 @@ class Trainer {
   void prepare();  // sampler, loaders, LR schedule, and the position to start from
   void restore(const std::string& path);
   void describe_resume(const nn::SafetensorsFile& file, bool new_optimizer, bool new_batch) const;
+  report::Fields config_fields() const;
   void write_config() const;
+  void write_report(const RunSummary& summary, const std::vector<report::TraceEvent>& events,
+                    const std::vector<parallel::CommStats>& traffic) const;
   // Runs the steps of `epoch` from batch `skip_batches` on; false when max_steps stopped it.
   bool run_epoch(int64_t epoch, int64_t skip_batches);
   void record_step(const StepResult& result, int64_t epoch);
