@@ -72,8 +72,10 @@ HtmlPage& HtmlPage::table(const std::vector<std::string>& header, const std::vec
   return *this;
 }
 
-HtmlPage& HtmlPage::chart(const SvgChart& chart, const std::string& caption) {
-  body_ += "<figure>" + inline_svg(chart.str());
+HtmlPage& HtmlPage::chart(const SvgChart& chart, const std::string& caption) { return svg(chart.str(), caption); }
+
+HtmlPage& HtmlPage::svg(const std::string& svg_document, const std::string& caption) {
+  body_ += "<figure>" + inline_svg(svg_document);
   if (!caption.empty()) body_ += "<figcaption>" + xml_escape(caption) + "</figcaption>";
   body_ += "</figure>\n";
   return *this;

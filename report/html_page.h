@@ -25,6 +25,8 @@ class HtmlPage {
   HtmlPage& table(const std::vector<std::string>& header, const std::vector<std::vector<std::string>>& rows);
   // The chart inline, with a caption under it.
   HtmlPage& chart(const SvgChart& chart, const std::string& caption = {});
+  // An SVG document (a picture a program saved earlier), inline, with a caption under it.
+  HtmlPage& svg(const std::string& svg_document, const std::string& caption = {});
 
   std::string str() const;
   void save(const std::filesystem::path& path) const;  // atomically

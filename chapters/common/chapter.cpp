@@ -1,6 +1,8 @@
 // The chapters' shared plumbing: CLI11 for the flags, the local world or MPI for the ranks.
 #include "chapters/common/chapter.h"
 
+#include "chapters/common/report_page.h"
+
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
@@ -72,6 +74,7 @@ Flags Cli::parse(int argc, char** argv) {
   }
   flags.out = impl_->out;
   std::filesystem::create_directories(flags.out);
+  start_report(impl_->app.get_name(), impl_->app.get_description(), flags, argc, argv);
   return flags;
 }
 
@@ -93,7 +96,11 @@ void run_ranks(const Flags& flags, int argc, char** argv,
 }
 
 void print_verdict(const std::string& claim, bool confirmed, const std::string& details) {
-  std::printf("verdict %s: %s — %s\n", claim.c_str(), confirmed ? "confirmed" : "not reproduced", details.c_str());
+  const std::string verdict =
+      "verdict " + claim + ": " + (confirmed ? "confirmed" : "not reproduced") + " — " + details;
+  const std::filesystem::path page = write_report(verdict);
+  if (!page.empty()) std::printf("report: %s\n", page.string().c_str());
+  std::printf("%s\n", verdict.c_str());
   std::fflush(stdout);
 }
 

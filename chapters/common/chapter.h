@@ -17,7 +17,7 @@ struct Flags {
   bool quick = false;             // seconds, for the tests; else the full run (minutes at most)
   std::string backend = "local";  // local: rank-threads of this process | mpi: under mpirun
   int workers = 0;                // ranks: the chapter's default, or the mpirun world size
-  std::filesystem::path out;      // where the chapter writes its pictures
+  std::filesystem::path out;      // where the chapter writes its pictures and report.html
 };
 
 // The chapter's command line. Shared flags come first; a chapter adds its own:
@@ -48,7 +48,7 @@ void run_ranks(const Flags& flags, int argc, char** argv,
 
 // The last line: "verdict C02: confirmed — <details>" or "verdict C02: not reproduced —
 // <details>". `confirmed` must come from the chapter's measurements by the rule its README
-// states.
+// states. Writes OUT/report.html first (chapters/common/report_page.h) and names it.
 void print_verdict(const std::string& claim, bool confirmed, const std::string& details);
 
 // Runs the chapter, turning an rg::Error into "error: ..." and exit code 1.
