@@ -311,7 +311,7 @@ MpiCommunicator::~MpiCommunicator() {
 
 void MpiCommunicator::wait_collective(MPI_Request request, std::vector<Tensor> buffers, const OpContext& ctx,
                                       const char* call) {
-  PendingMpi pending{{request}, {kWholeGroup}, std::move(buffers)};
+  PendingMpi pending{{request}, {kWholeGroup}, std::move(buffers), {}};
   wait(pending, ctx, call);
 }
 
@@ -417,7 +417,7 @@ class MpiAgreement : public Agreement {
  public:
   MpiAgreement(MpiCommunicator& comm, const CollectiveSignature& mine, MPI_Comm control, int size)
       : comm_(comm), mine_(words_of(mine)), all_(Tensor::empty({size * kSignatureWords}, DType::int64)) {
-    pending_ = {{MPI_REQUEST_NULL}, {kWholeGroup}, {mine_, all_}};
+    pending_ = {{MPI_REQUEST_NULL}, {kWholeGroup}, {mine_, all_}, {}};
     check_mpi(MPI_Iallgather(mine_.raw_data(), kSignatureWords, MPI_INT64_T, all_.raw_data(), kSignatureWords,
                              MPI_INT64_T, control, &pending_.requests[0]),
               "MPI_Iallgather", comm.rank());

@@ -1,7 +1,9 @@
 // The nccl backend: CUDA tensors, one process per GPU (device = local rank), the
 // ncclUniqueId broadcast over MPI, every op on the communicator's own stream. Waits poll
 // the stream with a deadline and abort the communicator when it passes, since a
-// collective that never completes would otherwise keep the GPU busy forever.
+// collective that never completes would otherwise keep the GPU busy forever. CPU tensors
+// (a program's bookkeeping: evaluation sums, traces, replica fingerprints) go over the MPI
+// communicator it bootstraps from, as PyTorch programs pair NCCL with a gloo group for them.
 #include <cuda_runtime.h>
 #include <nccl.h>
 
@@ -85,32 +87,37 @@ class NcclCommunicator : public Communicator {
   int rank() const override { return rank_; }
   int size() const override { return mpi_.size(); }
   int local_rank() const override { return mpi_.local_rank(); }
-  bool accepts(const Tensor& t) const override { return t.device() == Device::cuda(device_); }
+  bool accepts(const Tensor& t) const override { return t.device() == Device::cuda(device_) || t.device().is_cpu(); }
   std::string device_rule() const override {
-    return detail::concat("nccl moves tensors on this rank's GPU, cuda:", device_);
+    return detail::concat("nccl moves tensors on this rank's GPU, cuda:", device_, ", and CPU tensors over MPI");
   }
 
   void all_reduce(const Tensor& t, ReduceOp op, const OpContext& ctx) override {
+    if (t.device().is_cpu()) return mpi_.all_reduce(t, op, ctx);
     launch(ctx, "ncclAllReduce", [&] {
       return ncclAllReduce(t.raw_data(), t.raw_data(), t.numel(), nccl_type(t.dtype()), nccl_op(op), comm_, stream_);
     });
   }
   void broadcast(const Tensor& t, int root, const OpContext& ctx) override {
+    if (t.device().is_cpu()) return mpi_.broadcast(t, root, ctx);
     launch(ctx, "ncclBroadcast", [&] {
       return ncclBroadcast(t.raw_data(), t.raw_data(), t.numel(), nccl_type(t.dtype()), root, comm_, stream_);
     });
   }
   void reduce(const Tensor& t, int root, ReduceOp op, const OpContext& ctx) override {
+    if (t.device().is_cpu()) return mpi_.reduce(t, root, op, ctx);
     launch(ctx, "ncclReduce", [&] {
       return ncclReduce(t.raw_data(), t.raw_data(), t.numel(), nccl_type(t.dtype()), nccl_op(op), root, comm_, stream_);
     });
   }
   void all_gather(const Tensor& output, const Tensor& input, const OpContext& ctx) override {
+    if (input.device().is_cpu()) return mpi_.all_gather(output, input, ctx);
     launch(ctx, "ncclAllGather", [&] {
       return ncclAllGather(input.raw_data(), output.raw_data(), input.numel(), nccl_type(input.dtype()), comm_, stream_);
     });
   }
   void reduce_scatter(const Tensor& output, const Tensor& input, ReduceOp op, const OpContext& ctx) override {
+    if (input.device().is_cpu()) return mpi_.reduce_scatter(output, input, op, ctx);
     launch(ctx, "ncclReduceScatter", [&] {
       return ncclReduceScatter(input.raw_data(), output.raw_data(), output.numel(), nccl_type(input.dtype()),
                                nccl_op(op), comm_, stream_);
@@ -122,7 +129,8 @@ class NcclCommunicator : public Communicator {
     all_reduce(barrier_token_, ReduceOp::sum, ctx);
   }
 
-  std::unique_ptr<P2PRequest> start_p2p(const std::vector<P2POp>& ops, Channel, int64_t) override {
+  std::unique_ptr<P2PRequest> start_p2p(const std::vector<P2POp>& ops, Channel channel, int64_t tag) override {
+    if (!ops.empty() && ops.front().buffer.device().is_cpu()) return mpi_.start_p2p(ops, channel, tag);
     // NCCL matches messages by order per peer, and every op of a group runs in issue
     // order on one stream, so channels and tags need no encoding here.
     sync_tensor_stream();
@@ -139,7 +147,8 @@ class NcclCommunicator : public Communicator {
     return std::make_unique<NcclRequest>(*this);
   }
 
-  int recv_any(const Tensor&, int64_t, const OpContext& ctx) override {
+  int recv_any(const Tensor& buffer, int64_t tag, const OpContext& ctx) override {
+    if (buffer.device().is_cpu()) return mpi_.recv_any(buffer, tag, ctx);
     ctx.fail("the nccl backend cannot receive from any rank (NCCL matches every receive to a named sender); "
              "run the parameter server over the mpi backend");
   }

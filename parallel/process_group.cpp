@@ -377,14 +377,24 @@ std::shared_ptr<ProcessGroup> init_process_group(const ProcessGroupOptions& opti
 #endif
   (void)argc;
   (void)argv;
-  RG_THROW("init_process_group: backend '", options.backend, "' is unknown or was not built (this build has: local",
+  std::string built;
+  for (const auto& name : built_backends()) {
+    if (!built.empty()) built += ", ";
+    built += name;
+  }
+  RG_THROW("init_process_group: backend '", options.backend, "' is unknown or was not built (this build has: ", built,
+           ")");
+}
+
+std::vector<std::string> built_backends() {
+  return {"local",
 #ifdef RINGGRAD_HAVE_MPI
-           ", mpi",
+          "mpi",
 #endif
 #ifdef RINGGRAD_HAVE_NCCL
-           ", nccl",
+          "nccl",
 #endif
-           ")");
+  };
 }
 
 // An all-gather of the lengths, then of the texts padded to the longest.

@@ -195,6 +195,9 @@ class ProcessGroup {
 std::shared_ptr<ProcessGroup> init_process_group(const ProcessGroupOptions& options, int argc = 0,
                                                  char** argv = nullptr);
 
+// The backends this build has: "local", and "mpi" and "nccl" where they were found.
+std::vector<std::string> built_backends();
+
 // "rank 2: <message>", with the prefix once: the process group's own errors start so already.
 std::string from_rank(int rank, const std::string& message);
 

@@ -4,12 +4,16 @@
 // its overlap figure, the injected faults and the flags' errors.
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
+#include <cstdlib>
 #include <regex>
+#include <sstream>
+#include <tuple>
 
 #include "nn/checkpoint.h"
 #include "report/metrics.h"
 #include "run_tool.h"
 #include "tensor/ops.h"
+#include "tools/train/options.h"
 
 using namespace rg;
 using namespace rg::train::test;
@@ -282,4 +286,48 @@ TEST_CASE("train.parallel_flag_errors", "[train]") {
     INFO(run.output);
     CHECK(run.output.find("error: " + flag) == 0);
   }
+}
+
+// GPUs: DDP takes the nccl backend under mpirun, and every combination that cannot work is
+// refused before anything starts. OMPI_COMM_WORLD_SIZE is how the program knows mpirun
+// started it; these cases all stop at the flags, before MPI would start.
+TEST_CASE("train.gpu_flag_errors", "[train]") {
+  const std::string under_mpirun = "OMPI_COMM_WORLD_SIZE=2";
+  const std::tuple<std::string, std::string, std::string> cases[] = {
+      {"", "--parallel ddp --device cuda", "--backend"},  // local threads cannot share NCCL
+      {"", "--parallel ddp --backend nccl", "--backend"},  // not under mpirun
+      {under_mpirun, "--parallel ddp --backend nccl", "--backend"},  // CPU tensors
+      {under_mpirun, "--parallel ddp --device cuda --backend mpi", "--backend"},
+      {under_mpirun, "--parallel async-ps --device cuda --backend nccl", "--backend"},
+      {under_mpirun, "--parallel dp --backend nccl", "--backend"},
+  };
+  for (const auto& [env, args, flag] : cases) {
+    INFO(env + " " + args);
+    const ToolRun run = run_train(args, env);
+    INFO(run.output);
+    CHECK(run.exit_code == 2);
+    CHECK(run.output.find("error: " + flag) == 0);
+  }
+  // More GPUs than the machine has (here: none at all, or fewer than 64).
+  const ToolRun too_many = run_train("--data synthetic --parallel dp --device cuda --workers 64");
+  INFO(too_many.output);
+  CHECK(too_many.exit_code == 2);
+  CHECK((too_many.output.find("error: --device: CUDA is not available") == 0 ||
+         too_many.output.find("error: --workers: DataParallel over 64 GPUs") == 0));
+}
+
+TEST_CASE("train.ddp_on_gpus_picks_nccl_under_mpirun", "[train]") {
+  ::setenv("OMPI_COMM_WORLD_SIZE", "2", 1);
+  const char* argv[] = {"ringgrad-train", "--parallel", "ddp", "--device", "cuda"};
+  std::ostringstream out, err;
+  const rg::train::CliOutcome gpus = rg::train::parse_cli(5, argv, out, err);
+  const char* cpu_argv[] = {"ringgrad-train", "--parallel", "ddp"};
+  const rg::train::CliOutcome cpus = rg::train::parse_cli(3, cpu_argv, out, err);
+  ::unsetenv("OMPI_COMM_WORLD_SIZE");
+  INFO(err.str());
+  REQUIRE(gpus.options);
+  CHECK(gpus.options->backend == "nccl");
+  CHECK(gpus.options->workers == 2);
+  REQUIRE(cpus.options);
+  CHECK(cpus.options->backend == "mpi");
 }

@@ -1,7 +1,10 @@
 // End-to-end runs of ringgrad-train on synthetic data (seconds each): the summary line,
 // the files of a run, valid SVG charts, bit-for-bit determinism and exact resumption.
 #include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+#include <fstream>
 #include <regex>
+#include <vector>
 
 #include "report/metrics.h"
 #include "report/xml_check.h"
@@ -157,4 +160,53 @@ TEST_CASE("train.resume_does_not_duplicate_metrics", "[train]") {
   for (const auto& r : report::read_jsonl(dir.path / "metrics.jsonl"))
     if (r.at("kind").as_string() == "train") steps.push_back(static_cast<int64_t>(r.at("step").as_number()));
   CHECK(steps == std::vector<int64_t>{1, 2, 3, 4, 5, 6, 7, 8, 9, 10});
+}
+
+namespace {
+
+// A small CIFAR-10 in the official binary format: five train batches and a test batch of
+// `per_file` records each (a label byte, then 3072 pixel bytes, R then G then B planes),
+// the class's colour in one plane over a noisy background so a few steps can learn it.
+void write_small_cifar10(const std::filesystem::path& root, int per_file) {
+  const auto dir = root / "cifar10";
+  std::filesystem::create_directories(dir);
+  uint32_t noise = 12345;
+  auto write_batch = [&](const std::string& name) {
+    std::vector<char> bytes;
+    for (int n = 0; n < per_file; ++n) {
+      const int label = n % 10;
+      bytes.push_back(static_cast<char>(label));
+      for (int i = 0; i < 3072; ++i) {
+        noise = noise * 1664525u + 1013904223u;  // Numerical Recipes' LCG
+        const bool lit = i / 1024 == label % 3 && (i % 1024) / 32 < 8 + 2 * label;
+        bytes.push_back(static_cast<char>(lit ? 230 : (noise >> 24) % 64));
+      }
+    }
+    std::ofstream(dir / name, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  };
+  for (int b = 1; b <= 5; ++b) write_batch("data_batch_" + std::to_string(b) + ".bin");
+  write_batch("test_batch.bin");
+}
+
+}  // namespace
+
+// CIFAR-10 end to end on the CPU: read from its binary batches, ResNet-small, two DDP
+// workers, evaluated, with every output written.
+TEST_CASE("train.cifar10_resnet_small_end_to_end", "[train]") {
+  TempDir dir("cifar10");
+  write_small_cifar10(dir.path / "data", 20);
+  const ToolRun run = run_train("--data cifar10 --model resnet-small --parallel ddp --workers 2 --batch-size 10 "
+                                "--max-steps 6 --threads 1 --out " + (dir.path / "out").string(),
+                                "RINGGRAD_DATA=" + (dir.path / "data").string());
+  INFO(run.output);
+  REQUIRE(run.exit_code == 0);
+  CHECK(run.output.find("resnet-small on CIFAR10 (100 train / 20 test images)") != std::string::npos);
+  CHECK(run.output.find("cifar10/{data_batch_1.bin .. data_batch_5.bin}") != std::string::npos);
+  CHECK(last_line(run.output).starts_with("summary: test_acc="));
+  const auto config = nlohmann::json::parse(std::ifstream(dir.path / "out/config.json"));
+  CHECK(config["dataset"] == "CIFAR10");
+  CHECK(config["image"] == "3x32x32");
+  CHECK(config["classes"] == 10);
+  for (const char* file : {"metrics.jsonl", "checkpoint.safetensors", "loss.svg", "report.html"})
+    CHECK(std::filesystem::exists(dir.path / "out" / file));
 }

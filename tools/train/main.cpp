@@ -1,11 +1,14 @@
 // ringgrad-train: trains mlp / cnn / resnet-small on Fashion-MNIST, MNIST, CIFAR-10, an image
 // folder or synthetic data, with a progress bar, metrics, charts and checkpoints. Exit codes:
 // 0 done, 1 bad data or a failure while training, 2 bad flags (including --resume).
+#include <algorithm>
 #include <cstdlib>
 #include <iostream>
+#include <optional>
 
 #include "data/named.h"
 #include "models/named.h"
+#include "parallel/process_group.h"
 #include "tensor/blas.h"
 #include "tensor/cuda.h"
 #include "tensor/thread_pool.h"
@@ -50,12 +53,39 @@ RunSummary train(const TrainOptions& options, const DataSplits& data, const std:
   return outcome.summary;
 }
 
-int run_training(const TrainOptions& options, int argc, char** argv) {
+// The device this process trains on. Under nccl each process takes its own GPU, the one
+// its local rank on the node names (as torchrun's LOCAL_RANK does); cuda:N names one outright.
+std::string training_device(const TrainOptions& o) {
+  if (o.device != "cuda" || o.backend != "nccl") return o.device;
+  const char* local_rank = std::getenv("OMPI_COMM_WORLD_LOCAL_RANK");
+  return "cuda:" + std::string(local_rank ? local_rank : "0");
+}
+
+// Why the options cannot run on this build and machine, or nothing.
+std::optional<std::string> device_problem(const TrainOptions& o, const Device& device) {
+  const auto built = parallel::built_backends();
+  if (o.backend == "nccl" && std::find(built.begin(), built.end(), "nccl") == built.end())
+    return "--backend: this build has no nccl backend (it needs the CUDA toolkit and NCCL when configured)";
+  if (!device.is_cuda()) return std::nullopt;
+  if (!cuda::is_available()) return "--device: CUDA is not available here (" + cuda::unavailable_reason() + "); use --device cpu";
+  const int gpus = cuda::device_count();
+  if (o.parallel == "dp" && o.workers > gpus)
+    return "--workers: DataParallel over " + std::to_string(o.workers) + " GPUs, but this machine has " +
+           std::to_string(gpus) + " (cuda:0..cuda:" + std::to_string(gpus - 1) + ")";
+  if (device.index >= gpus && o.backend == "nccl")
+    return "--device: local rank " + std::to_string(device.index) + " needs a GPU of its own (" + device.str() +
+           ") but this node has " + std::to_string(gpus) + ": start at most " + std::to_string(gpus) +
+           " processes per node";
+  if (device.index >= gpus)
+    return "--device: " + device.str() + " does not exist: this machine has " + std::to_string(gpus) + " GPU(s)";
+  return std::nullopt;
+}
+
+int run_training(TrainOptions options, int argc, char** argv) {
   set_num_threads(options.threads > 0 ? options.threads : default_num_threads());
+  options.device = training_device(options);
   const Device device = Device::parse(options.device);
-  if (device.is_cuda() && !cuda::is_available()) {
-    return fail(2, "--device: CUDA is not available here (" + cuda::unavailable_reason() + "); use --device cpu");
-  }
+  if (const auto problem = device_problem(options, device)) return fail(2, *problem);
   DataSplits data;
   try {
     data = data::load_named({.name = options.data, .image_size = options.image_size, .seed = options.seed});

@@ -96,7 +96,7 @@ void add_flags(FlagText& f, const TrainOptions& d) {
   f.add("--momentum", text_of(d.momentum), "SGD momentum in [0, 1)", "M");
   f.add("--optimizer", d.optimizer, "sgd|adam", "NAME");
   f.add("--warmup-epochs", text_of(d.warmup_epochs), "linear learning-rate warm-up, in epochs (fractions allowed)", "E");
-  f.add("--device", d.device, "cpu|cuda (cuda:N picks a GPU)", "DEV");
+  f.add("--device", d.device, "cpu|cuda (under nccl: the local rank's GPU; cuda:N picks one)", "DEV");
   f.add("--dtype", d.dtype, "float32|float64: the model's parameters and arithmetic", "TYPE");
   f.add("--threads", "auto", "CPU threads (auto: cores / processes on this node)", "N");
   f.add("--seed", text_of(d.seed), "seed of the model init, shuffling and synthetic data", "S");
@@ -108,7 +108,8 @@ void add_flags(FlagText& f, const TrainOptions& d) {
   f.add("--parallel", d.parallel,
         "none|dp (DataParallel)|ddp (DistributedDataParallel)|async-ps (parameter server)|hogwild (threads)", "MODE");
   f.add("--workers", "auto", "ranks or dp devices (auto: the mpirun world size, else 2)", "N");
-  f.add("--backend", "auto", "local (threads of one process) | mpi (auto: mpi under mpirun)", "NAME");
+  f.add("--backend", "auto",
+        "local (threads of one process) | mpi | nccl (auto: under mpirun, nccl for ddp on cuda, else mpi)", "NAME");
   f.add("--allreduce", d.allreduce, "ddp: library|ring|pipelined_ring|relay|star (naive_ring: relay)", "ALGO");
   f.add("--reducer", d.reducer, "ddp: per_parameter|flat (after backward)|bucketed (overlapped)", "NAME");
   f.add("--global-batch-size", "none", "samples per step over all workers (instead of --batch-size)", "N");
@@ -156,10 +157,29 @@ int workers_or(const FlagText& f, int automatic) {
   return f.text("--workers") == "auto" ? automatic : static_cast<int>(f.integer("--workers", 1));
 }
 
+// The backend follows the device: NCCL for DDP on GPUs (one process per GPU), MPI for CPU
+// processes, local threads otherwise; an explicit --backend must fit the device and mode.
+std::string backend_flag(const FlagText& f, const TrainOptions& o, bool under_mpirun) {
+  const bool on_gpus = o.device != "cpu";
+  const std::string backend =
+      f.text("--backend") != "auto" ? f.member("--backend", {"local", "mpi", "nccl"})
+      : under_mpirun                ? (on_gpus && o.parallel == "ddp" ? "nccl" : "mpi")
+                                    : "local";
+  if (backend != "local" && !under_mpirun)
+    throw FlagError{"--backend", backend + " needs the program to run under mpirun"};
+  if (backend == "nccl" && !on_gpus) throw FlagError{"--backend", "nccl moves CUDA tensors: add --device cuda"};
+  if (backend == "nccl" && o.parallel != "ddp")
+    throw FlagError{"--backend", "nccl runs --parallel ddp (the parameter server receives from any rank, which NCCL "
+                                 "cannot)"};
+  if (on_gpus && o.parallel == "ddp" && backend != "nccl")
+    throw FlagError{"--backend", backend + " moves CPU tensors; DDP on GPUs runs under mpirun with the nccl backend, "
+                                           "one process per GPU (mpirun -n GPUS ringgrad-train --device cuda ...)"};
+  return backend;
+}
+
 void convert_world(const FlagText& f, TrainOptions& o) {
   const std::optional<int> mpi_size = mpirun_world_size();
-  o.backend = f.text("--backend") == "auto" ? (mpi_size ? "mpi" : "local") : f.member("--backend", {"local", "mpi"});
-  if (o.backend == "mpi" && !mpi_size) throw FlagError{"--backend", "mpi needs the program to run under mpirun"};
+  o.backend = backend_flag(f, o, mpi_size.has_value());
   if (o.parallel == "none") {
     o.workers = 1;
   } else if (o.parallel == "dp" || o.parallel == "hogwild") {  // one process
@@ -167,7 +187,7 @@ void convert_world(const FlagText& f, TrainOptions& o) {
       throw FlagError{"--backend", o.parallel + " runs in one process; use --parallel ddp under mpirun"};
     o.backend = "local";
     o.workers = workers_or(f, 2);
-  } else if (o.backend == "mpi") {
+  } else if (o.backend != "local") {
     const int server = o.parallel == "async-ps" ? 1 : 0;  // async-ps: rank 0 serves, the others work
     if (*mpi_size <= server) throw FlagError{"--parallel", "async-ps needs at least 2 processes (a server and a worker)"};
     o.workers = workers_or(f, *mpi_size - server);

@@ -217,7 +217,7 @@ ParallelOutcome run_on_local_world(const TrainOptions& options, const DataSplits
 ParallelOutcome run_under_mpi(const TrainOptions& options, const DataSplits& data,
                               const std::shared_ptr<nn::Module>& model, int argc, char** argv) {
   auto pg = parallel::init_process_group(
-      {.backend = "mpi", .algorithm = parallel::parse_algorithm(options.allreduce)}, argc, argv);
+      {.backend = options.backend, .algorithm = parallel::parse_algorithm(options.allreduce)}, argc, argv);
   try {
     if (options.parallel == "async-ps") {
       if (pg->rank() == 0) return {serve(options, data, model, pg), true};
@@ -240,7 +240,7 @@ ParallelOutcome run_under_mpi(const TrainOptions& options, const DataSplits& dat
 
 ParallelOutcome train_on_workers(const TrainOptions& options, const DataSplits& data,
                                  const std::shared_ptr<nn::Module>& model, int argc, char** argv) {
-  if (options.backend == "mpi") return run_under_mpi(options, data, model, argc, argv);
+  if (options.backend != "local") return run_under_mpi(options, data, model, argc, argv);  // mpi or nccl
   return run_on_local_world(options, data, model);
 }
 
