@@ -90,6 +90,15 @@ Results measure(ProcessGroup& pg, const Config& config, const std::vector<std::s
           MPI_Allreduce(MPI_IN_PLACE, buffer.raw_data(), static_cast<int>(buffer.numel()), MPI_FLOAT, MPI_SUM,
                         MPI_COMM_WORLD);
 #endif
+        } else if (method == "mpi_iallreduce") {  // MPI's non-blocking schedule (libnbc), polled
+#ifdef RINGGRAD_HAVE_MPI
+          MPI_Request request;
+          MPI_Iallreduce(MPI_IN_PLACE, buffer.raw_data(), static_cast<int>(buffer.numel()), MPI_FLOAT, MPI_SUM,
+                         MPI_COMM_WORLD, &request);
+          for (int done = 0; !done;) MPI_Test(&request, &done, MPI_STATUS_IGNORE);
+#endif
+        } else if (method == "ddp_path") {  // as DDP's buckets call it: async, on the communication thread
+          pg.all_reduce_async(buffer, {.agreed = true})->wait();
         } else {
           pg.all_reduce(buffer, {.algorithm = parse_algorithm(method)});
         }
@@ -158,7 +167,7 @@ void report(const Results& results, const std::vector<std::string>& methods, int
 
 int run(int argc, char** argv) {
   Config config = parse(argc, argv);
-  std::vector<std::string> methods{"library", "ring", "pipelined_ring", "relay", "star"};
+  std::vector<std::string> methods{"library", "ddp_path", "ring", "pipelined_ring", "relay", "star"};
   if (config.backend == "local") {
     std::mutex mutex;
     Results results;
@@ -172,7 +181,7 @@ int run(int argc, char** argv) {
   }
   auto pg = init_process_group({.backend = config.backend}, argc, argv);
 #ifdef RINGGRAD_HAVE_MPI
-  if (config.backend == "mpi") methods.insert(methods.begin(), "mpi_raw");
+  if (config.backend == "mpi") methods.insert(methods.begin(), {"mpi_raw", "mpi_iallreduce"});
 #endif
   Results results = measure(*pg, config, methods);
   if (pg->rank() == 0) report(results, methods, pg->size(), config);
