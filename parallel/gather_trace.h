@@ -10,7 +10,8 @@ namespace rg::parallel {
 
 // A collective: rank 0 gets every rank's events merged in time order (report::merge);
 // the other ranks get an empty list. Events travel as text lines, "tid start duration
-// category name", so the args of other ranks' events stay behind; rank 0's keep theirs.
+// category int-args name", so of other ranks' args only the integer ones (bytes, bucket,
+// seq) come along; rank 0's keep all theirs.
 std::vector<report::TraceEvent> gather_trace(ProcessGroup& pg, const std::vector<report::TraceEvent>& mine);
 
 }  // namespace rg::parallel

@@ -31,7 +31,9 @@ int64_t TraceObserver::trace_us(Clock::time_point t) const {
 void TraceObserver::op_finished(const OpRecord& op) {
   const int64_t start = trace_us(op.start);
   trace_->record(op.label, "comm", start, trace_us(op.end) - start,
-                 {{"seq", op.seq}, {"bytes", static_cast<int64_t>(op.bytes_sent)}});
+                 {{"seq", op.seq},
+                  {"bytes", static_cast<int64_t>(op.bytes_sent)},
+                  {"bytes_received", static_cast<int64_t>(op.bytes_received)}});
 }
 
 void TraceObserver::bucket_launched(size_t bucket, uint64_t bytes) {

@@ -17,7 +17,6 @@ constexpr double kCellWidth = 62, kCellHeight = 24;
 constexpr double kColumnGap = 18, kRowGap = 4;  // the arrows run in the column gaps
 constexpr double kStub = 16;                    // room for the wrapping arrows at either side
 constexpr double kPanelTitle = 20, kColumnLabels = 18, kPanelPad = 18;
-constexpr double kArrowHead = 6;
 
 // Where a panel's pieces go, relative to its top left corner.
 struct PanelGeometry {
@@ -33,10 +32,7 @@ struct PanelGeometry {
 };
 
 // A horizontal arrow from x1 to x2 (x2 > x1) at height y, its head at x2.
-void arrow(Svg& svg, double x1, double x2, double y) {
-  svg.line(x1, y, x2 - kArrowHead, y, colour(1), 2);
-  svg.polygon({{x2, y}, {x2 - kArrowHead, y - 4}, {x2 - kArrowHead, y + 4}}, colour(1));
-}
+void arrow(Svg& svg, double x1, double x2, double y) { svg.arrow(x1, y, x2, y, colour(1)); }
 
 void draw_panel(Svg& svg, const GridPanel& panel, const GridOptions& options, const PanelGeometry& g, double left,
                 double top) {

@@ -53,6 +53,15 @@ class Svg {
     body_ << "<text x=\"" << num(x) << "\" y=\"" << num(y) << "\" text-anchor=\"" << anchor << "\"" << extra << ">"
           << xml_escape(content) << "</text>\n";
   }
+  // A straight arrow from (x1, y1) to (x2, y2), its head (6 px long, 8 px wide) at the end.
+  void arrow(double x1, double y1, double x2, double y2, std::string_view stroke, double width = 2) {
+    const double length = std::hypot(x2 - x1, y2 - y1);
+    if (!(length > 0)) return;
+    const double dx = (x2 - x1) / length, dy = (y2 - y1) / length;  // along the arrow
+    const double bx = x2 - 6 * dx, by = y2 - 6 * dy;                 // the head's base
+    line(x1, y1, bx, by, stroke, width);
+    polygon({{x2, y2}, {bx + 4 * dy, by - 4 * dx}, {bx - 4 * dy, by + 4 * dx}}, stroke);
+  }
   void polyline(const std::vector<Point>& pixels, std::string_view stroke) {
     body_ << "<polyline fill=\"none\" stroke=\"" << stroke
           << "\" stroke-width=\"2\" stroke-linejoin=\"round\" points=\"";

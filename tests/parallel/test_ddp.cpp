@@ -10,6 +10,7 @@
 #include "oracle.h"
 #include "parallel/ddp.h"
 #include "parallel/fault.h"
+#include "parallel/gather_trace.h"
 #include "parallel/reducer_bucketed.h"
 
 namespace rg::parallel {
@@ -424,6 +425,42 @@ TEST_CASE("parallel.ddp.trace_shows_communication_inside_backward", "[parallel][
   CHECK(comm.tid != backward.tid);  // the communication thread
   CHECK(wait.start_us + wait.duration_us <= backward.start_us + backward.duration_us);
   CHECK(std::count_if(events.begin(), events.end(), [](auto& e) { return e.category == "launch"; }) == 2);
+}
+
+// Rank 0 gets rank 1's all-reduces with their byte counts (what the flow picture shows).
+TEST_CASE("parallel.ddp.gathered_trace_carries_every_rank_s_bytes", "[parallel][ddp]") {
+  std::vector<std::shared_ptr<Mlp>> replicas = {make_mlp(DType::float32), make_mlp(DType::float32)};
+  auto batch = make_batches(1, 2 * kLocalBatch, DType::float32)[0];
+  std::vector<report::TraceEvent> gathered;
+  std::vector<CommStats> stats(2);
+  run_local_world(2, [&](std::shared_ptr<ProcessGroup> pg) {
+    report::TraceRecorder trace(pg->rank());
+    TraceObserver observer(&trace);
+    DistributedDataParallel ddp(replicas[pg->rank()], pg, {.reducer = ReducerKind::flat, .algorithm = Algorithm::ring});
+    Batch mine = batch.rows(pg->rank() * kLocalBatch, kLocalBatch);
+    Variable loss = cross_entropy(ddp(mine.x), mine.y);
+    pg->reset_stats();
+    pg->set_observer(&observer);
+    loss.backward();
+    pg->set_observer(nullptr);
+    stats[pg->rank()] = pg->stats();
+    auto all = gather_trace(*pg, trace.events());
+    if (pg->rank() == 0) gathered = std::move(all);
+  });
+  for (int rank : {0, 1}) {
+    int64_t sent = 0, received = 0;
+    for (const auto& e : gathered) {
+      if (e.rank != rank || e.category != "comm") continue;
+      for (const auto& [key, value] : e.args) {
+        if (key == "bytes") sent += value.as_int();
+        if (key == "bytes_received") received += value.as_int();
+      }
+    }
+    INFO("rank " << rank);
+    CHECK(sent > 0);
+    CHECK(sent == static_cast<int64_t>(stats[rank].bytes_sent));
+    CHECK(received == static_cast<int64_t>(stats[rank].bytes_received));
+  }
 }
 
 TEST_CASE("parallel.ddp.buffers_follow_rank_0_at_every_forward", "[parallel][ddp]") {

@@ -206,6 +206,14 @@ TEST_CASE("train.ddp_trace_and_overlap", "[train]") {
     CHECK(trace.find(category) != std::string::npos);
   CHECK(trace.find("\"rank 1\"") != std::string::npos);
   CHECK(std::filesystem::exists(dir.path / "timeline.svg"));
+  // The lecture's flow picture, with this run's numbers: 2 x 16 samples, each rank's bytes.
+  CHECK(run.output.find("flow: " + (dir.path / "flow.svg").string()) != std::string::npos);
+  const std::string flow = read_text(dir.path / "flow.svg");
+  CHECK(flow.find("32 samples") != std::string::npos);
+  CHECK(std::regex_search(flow, std::regex("16 x 1x[0-9]+x[0-9]+ in")));
+  CHECK(std::regex_search(flow, std::regex("rank 1: all-reduce [0-9.]+ ms")));
+  CHECK(!std::regex_search(flow, std::regex("sent 0 B")));
+  CHECK(read_text(dir.path / "report.html").find("as the lecture draws it") != std::string::npos);
 }
 
 TEST_CASE("train.ddp_injected_faults", "[train]") {

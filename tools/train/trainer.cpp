@@ -109,6 +109,9 @@ RunSummary Trainer::run() {
   const std::vector<report::TraceEvent> events =
       options_.trace_steps > 0 ? gather_trace() : std::vector<report::TraceEvent>{};
   s.comm_hidden = write_trace(events);
+  const std::optional<report::FlowPicture> flow = flow_picture(events);
+  if (flow && is_main_) flow->save(out_dir_ / "flow.svg");
+  s.flow_picture = flow && is_main_;
   const std::vector<parallel::CommStats> traffic = traffic_by_rank();
   s.test = last_eval_;
   s.train_time_s = train_clock_.seconds();
@@ -116,7 +119,7 @@ RunSummary Trainer::run() {
   s.time_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - run_start).count();
   s.epochs = epoch;
   s.steps = step_;
-  if (is_main_) write_report(s, events, traffic);
+  if (is_main_) write_report(s, events, traffic, flow);
   return s;
 }
 
@@ -355,6 +358,27 @@ std::optional<double> Trainer::write_trace(const std::vector<report::TraceEvent>
   return report::overlap_fraction(events, "comm", "backward", std::nullopt, "wait");
 }
 
+std::optional<report::FlowPicture> Trainer::flow_picture(const std::vector<report::TraceEvent>& events) const {
+  const auto steps = std::count_if(events.begin(), events.end(),
+                                   [](auto& e) { return e.rank == 0 && e.category == "optimizer"; });
+  if (options_.parallel != "ddp" || steps == 0) return std::nullopt;
+  const data::ImageShape shape = data::image_shape(*data_.train);
+  int64_t parameters = 0;
+  for (const Variable& p : model_->parameters()) parameters += p.data().numel();
+  return report::FlowPicture(
+      {.title = "One step of steps 1-" + std::to_string(steps) + " (means), as the lecture draws it",
+       .global_batch = options_.global_batch(),
+       .sample_shape = std::to_string(shape.channels) + "x" + std::to_string(shape.height) + "x" +
+                       std::to_string(shape.width),
+       .parameters = parameters,
+       .all_reduce = options_.allreduce + " all-reduce",
+       .update_note = "the same averaged gradient on every rank: the same update" +
+                      (options_.check_every > 0
+                           ? "; replicas checked identical every " + std::to_string(options_.check_every) + " steps"
+                           : std::string()),
+       .ranks = report::flow_ranks(events, steps, std::vector<int64_t>(role_.world_size, options_.worker_batch()))});
+}
+
 namespace {
 std::string text_of(const report::Value& v) {
   return v.visit([](const auto& x) -> std::string {
@@ -374,7 +398,8 @@ std::string text_of(const report::Value& v) {
 // OUT/report.html: the configuration, the batch arithmetic, the curves, the result and,
 // for a traced parallel run, the per-rank timeline, traffic and overlap, on one page.
 void Trainer::write_report(const RunSummary& s, const std::vector<report::TraceEvent>& events,
-                           const std::vector<parallel::CommStats>& traffic) const {
+                           const std::vector<parallel::CommStats>& traffic,
+                           const std::optional<report::FlowPicture>& flow) const {
   report::HtmlPage page("ringgrad-train: " + options_.model + " on " + data_.train->name());
   std::vector<std::pair<std::string, std::string>> config;
   for (const auto& [key, value] : config_fields()) config.emplace_back(key, text_of(value));
@@ -393,6 +418,11 @@ void Trainer::write_report(const RunSummary& s, const std::vector<report::TraceE
   page.heading("Training curves")
       .chart(report::training_chart(records, "loss"), "loss per step (window mean) and on the test set")
       .chart(report::training_chart(records, "accuracy"), "accuracy per step (window mean) and on the test set");
+  if (flow) {
+    page.heading("One step, as the lecture draws it")
+        .chart(*flow, "scatter, forward and backward on every rank, the all-reduce, the identical update: the "
+                      "shapes, bytes and times of this run's traced steps");
+  }
   if (!events.empty()) {
     page.heading("Timeline of steps 1-" + std::to_string(options_.trace_steps))
         .chart(report::to_timeline(events, {.title = "one lane per rank", .x_label = "time (ms)"}),
@@ -433,7 +463,9 @@ void print_summary(std::ostream& out, const RunSummary& s, const std::filesystem
          << (out_dir / "trace.json").string() << ")\n";
   }
   text << "report: " << (out_dir / "report.html").string() << "; plots: " << (out_dir / "loss.svg").string() << " "
-       << (out_dir / "accuracy.svg").string() << "; metrics: " << (out_dir / "metrics.jsonl").string() << "; checkpoint: "
+       << (out_dir / "accuracy.svg").string();
+  if (s.flow_picture) text << "; flow: " << (out_dir / "flow.svg").string();
+  text << "; metrics: " << (out_dir / "metrics.jsonl").string() << "; checkpoint: "
        << (out_dir / "checkpoint.safetensors").string() << "\n";
   text << std::setprecision(4) << "summary: test_acc=" << s.test.accuracy() << " test_loss=" << s.test.loss()
        << std::setprecision(0) << " samples_per_s=" << s.samples_per_s << " epochs=" << s.epochs

@@ -21,6 +21,7 @@
 #include "parallel/fault.h"
 #include "parallel/observer.h"
 #include "parallel/process_group.h"
+#include "report/flow_svg.h"
 #include "report/metrics.h"
 #include "report/stopwatch.h"
 #include "report/trace.h"
@@ -50,6 +51,7 @@ struct RunSummary {
   int64_t epochs = 0;        // epochs that ran steps
   int64_t steps = 0;         // global step count at the end
   std::optional<double> comm_hidden;  // of the traced steps' all-reduce time, the share inside backward
+  bool flow_picture = false;          // OUT/flow.svg was written (a traced ddp run)
 };
 
 // Which worker this trainer is: rank r of world_size trains on positions r, r + world_size,
@@ -122,7 +124,8 @@ class Trainer {
   report::Fields config_fields() const;
   void write_config() const;
   void write_report(const RunSummary& summary, const std::vector<report::TraceEvent>& events,
-                    const std::vector<parallel::CommStats>& traffic) const;
+                    const std::vector<parallel::CommStats>& traffic,
+                    const std::optional<report::FlowPicture>& flow) const;
   // Runs the steps of `epoch` from batch `skip_batches` on; false when max_steps stopped it.
   bool run_epoch(int64_t epoch, int64_t skip_batches);
   void record_step(const StepResult& result, int64_t epoch);
@@ -131,6 +134,8 @@ class Trainer {
   bool out_of_steps() const { return options_.max_steps > 0 && step_ >= options_.max_steps; }
   void update_tracing();  // traces steps 1 .. trace_steps (step 0 warms up)
   std::optional<double> write_trace(const std::vector<report::TraceEvent>& events) const;
+  // The lecture's picture of one step, measured from the traced steps (ddp runs only).
+  std::optional<report::FlowPicture> flow_picture(const std::vector<report::TraceEvent>& events) const;
 
   TrainOptions options_;
   std::shared_ptr<nn::Module> model_;

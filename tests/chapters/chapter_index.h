@@ -1,0 +1,30 @@
+// The chapters' index, chapters/README.md (written by scripts/chapters-index.sh): its row for a
+// chapter folder and the verdict recorded there, for the checks that every folder is listed and
+// that a chapter's --quick run agrees with its row.
+#pragma once
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <string>
+
+namespace rg::chapters::test {
+
+inline std::filesystem::path chapters_dir() { return RINGGRAD_CHAPTERS_DIR; }
+
+// The index's table row for `folder` ("| C07 | [07_parameter_server_vs_ring](...) | ..."), or "".
+inline std::string index_row(const std::string& folder) {
+  std::ifstream in(chapters_dir() / "README.md");
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind("| C", 0) == 0 && line.find("| [" + folder + "](") != std::string::npos) return line;
+  return "";
+}
+
+// "confirmed" or "not reproduced" as the row records it, or "" (no row, or no verdict in it).
+inline std::string index_verdict(const std::string& folder) {
+  static const std::regex verdict(R"(`verdict C[0-9]{2}: (confirmed|not reproduced) — )");
+  std::smatch m;
+  const std::string row = index_row(folder);
+  return std::regex_search(row, m, verdict) ? m[1].str() : "";
+}
+
+}  // namespace rg::chapters::test
