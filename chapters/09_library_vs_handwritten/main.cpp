@@ -46,6 +46,13 @@ const char* contender_name(Contender c) {
   return "?";
 }
 
+// What "the library" is on each backend.
+const char* library_name(const ProcessGroup& pg) {
+  if (pg.backend() == "mpi") return "OpenMPI's MPI_Allreduce / MPI_Iallreduce";
+  if (pg.backend() == "nccl") return "NCCL's ncclAllReduce";
+  return "the local world's own collective (each rank-thread reduces its chunk straight from the others' buffers)";
+}
+
 bool is_library(Contender c) { return c == Contender::library_blocking || c == Contender::library_async; }
 
 struct Config {
@@ -180,28 +187,34 @@ void draw(const Table& all, const std::vector<int>& ns, const std::vector<int64_
   chart.save(out / "busbw_vs_size.svg");
 }
 
-// The verdict rule (README): the claim holds here when, for some measured N and size, the
-// library's bus bandwidth is at least 10x the naive relay's, and at the largest N and size the
+double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  const size_t m = values.size() / 2;
+  return values.size() % 2 ? values[m] : (values[m - 1] + values[m]) / 2;
+}
+
+// The verdict rule (README): the claim holds here when, for some N, the library's bus
+// bandwidth is at least 10x the naive relay's at the median size (a median, so that one
+// disturbed timing on a shared machine does not decide), and at the largest N and size the
 // library is at least as fast as the better of our rings ("so use the library").
 void verdict(const Table& all, const std::vector<int>& ns, const std::vector<int64_t>& sizes) {
   double best_ratio = 0;
   int best_n = 0;
-  int64_t best_bytes = 0;
-  for (int n : ns)
-    for (int64_t bytes : sizes) {
-      const double ratio = best_library(all, n, bytes) / busbw_of(all, Contender::relay, n, bytes);
-      if (ratio > best_ratio) std::tie(best_ratio, best_n, best_bytes) = std::tuple(ratio, n, bytes);
-    }
+  for (int n : ns) {
+    std::vector<double> ratios;
+    for (int64_t bytes : sizes) ratios.push_back(best_library(all, n, bytes) / busbw_of(all, Contender::relay, n, bytes));
+    if (median(ratios) > best_ratio) std::tie(best_ratio, best_n) = std::tuple(median(ratios), n);
+  }
   const int n = ns.back();
   const int64_t bytes = sizes.back();
   const double vs_ring = best_library(all, n, bytes) / best_ring(all, n, bytes);
   const bool confirmed = best_ratio >= kClaimedRatio && vs_ring >= 1.0;
   chapters::print_verdict(
       "C09", confirmed,
-      "library/relay busbw up to " + chapters::number(best_ratio) + "x (N = " + std::to_string(best_n) + ", " +
-          size_name(static_cast<double>(best_bytes)) + "; claim: >= " + chapters::number(kClaimedRatio) +
-          "x), library/best ring " + chapters::number(vs_ring) + "x at N = " + std::to_string(n) + ", " +
-          size_name(static_cast<double>(bytes)) + " (need >= 1)");
+      "library/relay busbw " + chapters::number(best_ratio) + "x (median over sizes, best N = " +
+          std::to_string(best_n) + "; claim: >= " + chapters::number(kClaimedRatio) + "x), library/best ring " +
+          chapters::number(vs_ring) + "x at N = " + std::to_string(n) + ", " + size_name(static_cast<double>(bytes)) +
+          " (need >= 1)");
 }
 
 int run(int argc, char** argv) {
@@ -220,8 +233,6 @@ int run(int argc, char** argv) {
   config.sizes = flags.quick ? std::vector<int64_t>{64 << 10, 256 << 10, 1 << 20}
                              : std::vector<int64_t>{64 << 10, 256 << 10, 1 << 20, 4 << 20, 16 << 20, 64 << 20};
   config.seconds_per_point = flags.quick ? 0.03 : 0.3;
-  std::printf("load average at start: %s%s\n", load_average().c_str(),
-              config.library_is_ring ? "; --library-is-ring: our ring runs where the library should" : "");
 
   Table all;
   std::vector<int> ns;
@@ -237,6 +248,13 @@ int run(int argc, char** argv) {
       printer = true;
     }
   };
+  // Rank 0 of each world says what it measures before it starts.
+  const auto announce_then = [&](std::shared_ptr<ProcessGroup> pg) {
+    if (pg->rank() == 0)
+      std::printf("load average: %s; the library here is %s%s\n", load_average().c_str(), library_name(*pg),
+                  config.library_is_ring ? "; --library-is-ring: our ring runs in its place" : "");
+    on_world(pg);
+  };
   if (nccl) {
     // NCCL's process group (bootstrapped over MPI); one GPU alone gives N = 1, where busbw is 0.
     auto pg = parallel::init_process_group({.backend = "nccl"}, argc, argv);
@@ -244,14 +262,14 @@ int run(int argc, char** argv) {
     if (pg->rank() == 0) std::printf("backend: nccl, %d processes (one GPU each)\n", pg->size());
     RG_CHECK(pg->size() >= 2, "--nccl: ", pg->size(), " GPU process: busbw needs N >= 2 (with one GPU only the "
              "1-rank figures exist)");
-    on_world(pg);
+    announce_then(pg);
   } else if (flags.backend == "mpi") {
-    chapters::run_ranks(flags, argc, argv, on_world);
+    chapters::run_ranks(flags, argc, argv, announce_then);
   } else {
     for (int n = 2; n <= max_ranks; ++n) {
       chapters::Flags world = flags;
       world.workers = n;
-      chapters::run_ranks(world, argc, argv, on_world);
+      chapters::run_ranks(world, argc, argv, announce_then);
     }
   }
   if (!printer) return 0;
