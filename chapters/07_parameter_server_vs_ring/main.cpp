@@ -12,18 +12,20 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <fstream>
 #include <iostream>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "chapters/common/chapter.h"
+#include "chapters/common/measuring.h"
 #include "chapters/common/cost_model.h"
 #include "parallel/algorithms.h"
 #include "ringgrad.h"
 
 using namespace rg;
+using chapters::load_average;
+using chapters::size_name;
 using chapters::CostModel;
 using chapters::Pattern;
 using parallel::Algorithm;
@@ -53,18 +55,7 @@ struct Measurement {
   bool fitted = false;                 // used to fit the cost model (else held out)
 };
 
-std::string size_name(double bytes) {
-  return bytes >= kMiB ? chapters::number(bytes / kMiB) + " MiB" : chapters::number(bytes / 1024) + " KiB";
-}
-
 std::string megabytes(double bytes) { return chapters::number(bytes / 1e6) + " MB"; }
-
-std::string load_average() {
-  std::ifstream in("/proc/loadavg");
-  std::string one, five, fifteen;
-  in >> one >> five >> fifteen;
-  return one + " " + five + " " + fifteen;
-}
 
 // ---- What the formulas say each rank sends and receives per all-reduce of S bytes.
 

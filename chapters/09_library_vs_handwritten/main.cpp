@@ -11,7 +11,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <fstream>
 #include <iostream>
 #include <map>
 #include <string>
@@ -19,15 +18,17 @@
 #include <vector>
 
 #include "chapters/common/chapter.h"
+#include "chapters/common/measuring.h"
 #include "ringgrad.h"
 
 using namespace rg;
+using chapters::load_average;
+using chapters::size_name;
 using parallel::Algorithm;
 using parallel::ProcessGroup;
 
 namespace {
 
-constexpr double kMiB = 1024.0 * 1024.0;
 constexpr double kClaimedRatio = 10;  // the lecture: the hand-written demo was >10x slower
 
 // What is timed. The library appears twice: its blocking call, and DDP's asynchronous path.
@@ -77,16 +78,6 @@ double bus_bandwidth(const Measurement& m) {
   return static_cast<double>(m.bytes) / m.seconds * 2.0 * (m.n - 1) / m.n;
 }
 
-std::string size_name(double bytes) {
-  return bytes >= kMiB ? chapters::number(bytes / kMiB) + " MiB" : chapters::number(bytes / 1024) + " KiB";
-}
-
-std::string load_average() {
-  std::ifstream in("/proc/loadavg");
-  std::string one, five, fifteen;
-  in >> one >> five >> fifteen;
-  return one + " " + five + " " + fifteen;
-}
 
 // ---- The measurement.
 
