@@ -109,7 +109,7 @@ void add_flags(FlagText& f, const TrainOptions& d) {
         "none|dp (DataParallel)|ddp (DistributedDataParallel)|async-ps (parameter server)|hogwild (threads)", "MODE");
   f.add("--workers", "auto", "ranks or dp devices (auto: the mpirun world size, else 2)", "N");
   f.add("--backend", "auto", "local (threads of one process) | mpi (auto: mpi under mpirun)", "NAME");
-  f.add("--allreduce", d.allreduce, "ddp: library|ring|pipelined_ring|relay|star (naive_ring: relay)", "ALGO");
+  f.add("--allreduce", d.allreduce, "ddp: library|ring|pipelined_ring|relay|star|library_blocking (naive_ring: relay)", "ALGO");
   f.add("--reducer", d.reducer, "ddp: per_parameter|flat (after backward)|bucketed (overlapped)", "NAME");
   f.add("--global-batch-size", "none", "samples per step over all workers (instead of --batch-size)", "N");
   f.add("--accumulation", text_of(d.accumulation), "micro-batches per step, accumulated without communication", "K");
