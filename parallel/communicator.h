@@ -93,6 +93,9 @@ class Communicator {
 
   // The library's collectives; tensors are contiguous, lengths already checked.
   virtual void all_reduce(const Tensor& t, ReduceOp op, const OpContext& ctx) = 0;
+  // The backend's plain blocking all-reduce (Algorithm::library_blocking), where it has one
+  // apart from the call above (MPI_Allreduce); the others run all_reduce.
+  virtual void all_reduce_blocking(const Tensor& t, ReduceOp op, const OpContext& ctx) { all_reduce(t, op, ctx); }
   virtual void broadcast(const Tensor& t, int root, const OpContext& ctx) = 0;
   virtual void reduce(const Tensor& t, int root, ReduceOp op, const OpContext& ctx) = 0;
   virtual void all_gather(const Tensor& output, const Tensor& input, const OpContext& ctx) = 0;

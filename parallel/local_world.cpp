@@ -259,7 +259,7 @@ class LocalCommunicator : public Communicator {
   // same round a library collective of that sequence number would use, so that a rank
   // calling the library and one calling a hand-written algorithm also meet and are named.
   std::unique_ptr<Agreement> start_agreement(const CollectiveSignature& mine, const OpContext& ctx) override {
-    if (mine.algorithm != static_cast<int64_t>(Algorithm::library))
+    if (!is_library(static_cast<Algorithm>(mine.algorithm)))
       collective(ctx, {mine, Tensor(), Tensor()}, [](const Round&) {});
     return nullptr;
   }

@@ -337,6 +337,14 @@ void MpiCommunicator::all_reduce(const Tensor& t, ReduceOp op, const OpContext& 
   if (op == ReduceOp::avg) divide_by(t, size_);
 }
 
+// MPI_Allreduce itself: no polling, so no timeout (the group's timeout cannot apply).
+void MpiCommunicator::all_reduce_blocking(const Tensor& t, ReduceOp op, const OpContext& ctx) {
+  check_mpi(MPI_Allreduce(MPI_IN_PLACE, t.raw_data(), mpi_count(t.numel(), ctx), mpi_type(t.dtype()), mpi_op(op),
+                          collective_),
+            "MPI_Allreduce", rank_);
+  if (op == ReduceOp::avg) divide_by(t, size_);
+}
+
 void MpiCommunicator::broadcast(const Tensor& t, int root, const OpContext& ctx) {
   MPI_Request request;
   check_mpi(MPI_Ibcast(t.raw_data(), mpi_count(t.numel(), ctx), mpi_type(t.dtype()), root, collective_, &request),
@@ -486,7 +494,7 @@ std::vector<CollectiveSignature> MpiCommunicator::gather_signatures(const Collec
 // check runs beside them.
 std::unique_ptr<Agreement> MpiCommunicator::start_agreement(const CollectiveSignature& mine, const OpContext& ctx) {
   auto agreement = std::make_unique<MpiAgreement>(*this, mine, control_, size_);
-  if (mine.algorithm != static_cast<int64_t>(Algorithm::library)) return agreement;
+  if (!is_library(static_cast<Algorithm>(mine.algorithm))) return agreement;
   agreement->finish(ctx);
   return nullptr;
 }

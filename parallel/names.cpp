@@ -27,13 +27,18 @@ const char* algorithm_name(Algorithm algorithm) {
     case Algorithm::pipelined_ring: return "pipelined_ring";
     case Algorithm::relay: return "relay";
     case Algorithm::star: return "star";
+    case Algorithm::library_blocking: return "library_blocking";
   }
   return "?";
 }
 
+bool is_library(Algorithm algorithm) {
+  return algorithm == Algorithm::library || algorithm == Algorithm::library_blocking;
+}
+
 const std::vector<Algorithm>& all_algorithms() {
   static const std::vector<Algorithm> all{Algorithm::library, Algorithm::ring, Algorithm::pipelined_ring,
-                                          Algorithm::relay, Algorithm::star};
+                                          Algorithm::relay, Algorithm::star, Algorithm::library_blocking};
   return all;
 }
 
@@ -41,7 +46,7 @@ Algorithm parse_algorithm(const std::string& name) {
   if (name == "naive_ring") return Algorithm::relay;  // the name before the ring and the relay were told apart
   for (Algorithm a : all_algorithms())
     if (name == algorithm_name(a)) return a;
-  RG_THROW("unknown all-reduce algorithm '", name, "' (library, ring, pipelined_ring, relay, star)");
+  RG_THROW("unknown all-reduce algorithm '", name, "' (library, ring, pipelined_ring, relay, star, library_blocking)");
 }
 
 const char* op_kind_name(OpKind kind) {

@@ -185,7 +185,7 @@ std::shared_ptr<Work> ProcessGroup::all_reduce_async(const Tensor& t, const AllR
   check_tensor(t, "all_reduce");
   check_floating_for_avg(options.op, t, "all_reduce");
   const Algorithm algorithm = options.algorithm.value_or(algorithm_);
-  RG_CHECK(algorithm == Algorithm::library || is_floating(t.dtype()), "all_reduce: the ", algorithm_name(algorithm),
+  RG_CHECK(is_library(algorithm) || is_floating(t.dtype()), "all_reduce: the ", algorithm_name(algorithm),
            " algorithm handles float32 and float64, not ", dtype_name(t.dtype()));
   const std::string label = detail::concat("all_reduce (", algorithm_name(algorithm), ")");
   auto body = [this, t, options, algorithm](const OpContext& ctx, CommStats& traffic) {
@@ -193,7 +193,9 @@ std::shared_ptr<Work> ProcessGroup::all_reduce_async(const Tensor& t, const AllR
       PointToPoint p2p(*comm_, ctx, traffic);
       switch (algorithm) {
         case Algorithm::library:
-          comm_->all_reduce(flat, options.op, ctx);
+        case Algorithm::library_blocking:
+          if (algorithm == Algorithm::library) comm_->all_reduce(flat, options.op, ctx);
+          else comm_->all_reduce_blocking(flat, options.op, ctx);
           traffic.bytes_sent += flat.nbytes();
           traffic.bytes_received += flat.nbytes();
           break;

@@ -20,11 +20,16 @@ namespace rg::parallel {
 enum class ReduceOp { sum, avg, max, min };  // avg needs a floating dtype
 // How a collective moves data: the backend's own (MPI's or NCCL's), or one of the
 // hand-written algorithms of parallel/algorithms.h built on point-to-point messages.
-enum class Algorithm { library, ring, pipelined_ring, relay, star };
+// library_blocking is the backend's plain blocking call (MPI_Allreduce), the reference a
+// hand-written all-reduce is measured against (claim C09): it cannot give up after the
+// group's timeout, which is why `library` (MPI_Iallreduce, polled) is the default.
+enum class Algorithm { library, ring, pipelined_ring, relay, star, library_blocking };
 
 const char* reduce_op_name(ReduceOp op);
 const char* algorithm_name(Algorithm algorithm);
-// "library", "ring", "pipelined_ring", "relay", "star"; the older spelling "naive_ring"
+// library or library_blocking: the backend's own collective, not messages of ours.
+bool is_library(Algorithm algorithm);
+// "library", "ring", "pipelined_ring", "relay", "star", "library_blocking"; the older spelling "naive_ring"
 // still means relay.
 Algorithm parse_algorithm(const std::string& name);
 const std::vector<Algorithm>& all_algorithms();

@@ -23,6 +23,8 @@
 #include "ringgrad.h"
 
 using namespace rg;
+using chapters::load_average;
+using chapters::size_name;
 using chapters::CostModel;
 using chapters::Pattern;
 using parallel::Algorithm;
@@ -51,10 +53,6 @@ struct Measurement {
   double seconds = 0;                  // per all-reduce: each rank's best of three rounds, the slowest rank
   bool fitted = false;                 // used to fit the cost model (else held out)
 };
-
-std::string size_name(double bytes) {
-  return bytes >= kMiB ? chapters::number(bytes / kMiB) + " MiB" : chapters::number(bytes / 1024) + " KiB";
-}
 
 std::string megabytes(double bytes) { return chapters::number(bytes / 1e6) + " MB"; }
 

@@ -1,9 +1,11 @@
-// load_average and hardware_cores.
+// load_average, hardware_cores and size_name.
 #include "chapters/common/machine.h"
 
 #include <algorithm>
 #include <fstream>
 #include <thread>
+
+#include "chapters/common/chapter.h"
 
 namespace rg::chapters {
 
@@ -15,5 +17,10 @@ std::string load_average() {
 }
 
 int hardware_cores() { return std::max(1, static_cast<int>(std::thread::hardware_concurrency())); }
+
+std::string size_name(double bytes) {
+  constexpr double kMiB = 1024.0 * 1024.0;
+  return bytes >= kMiB ? number(bytes / kMiB) + " MiB" : number(bytes / 1024) + " KiB";
+}
 
 }  // namespace rg::chapters

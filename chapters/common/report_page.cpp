@@ -19,6 +19,7 @@
 #include <utility>
 #include <vector>
 
+#include "chapters/common/machine.h"
 #include "report/html_page.h"
 
 namespace rg::chapters {
@@ -109,13 +110,6 @@ std::string utc_time(std::chrono::system_clock::time_point t) {
   return text;
 }
 
-std::string load_average() {
-  std::ifstream file("/proc/loadavg");
-  std::string one, five, fifteen;
-  file >> one >> five >> fifteen;
-  return file ? one + " " + five + " " + fifteen + " (1, 5, 15 min)" : "unknown";
-}
-
 // The pictures this run saved in OUT, in the order it saved them (older files are a
 // previous run's).
 std::vector<std::filesystem::path> pictures_since(const std::filesystem::path& out,
@@ -170,8 +164,8 @@ std::filesystem::path write_report(const std::string& verdict_line) {
               {"backend", r->flags.backend + ", " + std::to_string(r->flags.workers) + " ranks"},
               {"started", utc_time(r->started)},
               {"took", number(seconds) + " s"},
-              {"cores", std::to_string(std::thread::hardware_concurrency())},
-              {"load average at the end", load_average()}});
+              {"cores", std::to_string(hardware_cores())},
+              {"load average at the end", load_average() + " (1, 5, 15 min)"}});
   const auto pictures = pictures_since(r->flags.out, r->started_files);
   if (!pictures.empty()) page.heading("Pictures");
   for (const auto& path : pictures) page.svg(file_text(path), path.filename().string());

@@ -83,11 +83,12 @@ inline std::string check_all_reduce_matrix(ProcessGroup& pg, Device device) {
           if (!error.empty()) return error;
         }
   // The library collectives also take integers (avg excepted).
-  for (DType dtype : {DType::int32, DType::int64})
-    for (ReduceOp op : {ReduceOp::sum, ReduceOp::max, ReduceOp::min}) {
-      std::string error = check_all_reduce(pg, Algorithm::library, op, dtype, 1001, device);
-      if (!error.empty()) return error;
-    }
+  for (Algorithm library : {Algorithm::library, Algorithm::library_blocking})
+    for (DType dtype : {DType::int32, DType::int64})
+      for (ReduceOp op : {ReduceOp::sum, ReduceOp::max, ReduceOp::min}) {
+        std::string error = check_all_reduce(pg, library, op, dtype, 1001, device);
+        if (!error.empty()) return error;
+      }
   return "";
 }
 
@@ -166,7 +167,8 @@ inline std::string check_traffic(ProcessGroup& pg, int64_t length) {
   std::vector<Case> cases{{Algorithm::ring, 2.0 * (n - 1) / n * s, 2.0 * (n - 1) / n * s, chunk},
                           {Algorithm::star, pg.rank() == 0 ? (n - 1) * s : (n > 1 ? s : 0),
                            pg.rank() == 0 ? (n - 1) * s : (n > 1 ? s : 0), 0},
-                          {Algorithm::library, s, s, 0}};
+                          {Algorithm::library, s, s, 0},
+                          {Algorithm::library_blocking, s, s, 0}};
   for (const auto& c : cases) {
     pg.reset_stats();
     Tensor t = input_for(pg.rank(), length, DType::float32, Device::cpu());

@@ -110,7 +110,8 @@ void add_flags(FlagText& f, const TrainOptions& d) {
   f.add("--workers", "auto", "ranks or dp devices (auto: the mpirun world size, else 2)", "N");
   f.add("--backend", "auto",
         "local (threads of one process) | mpi | nccl (auto: under mpirun, nccl for ddp on cuda, else mpi)", "NAME");
-  f.add("--allreduce", d.allreduce, "ddp: library|ring|pipelined_ring|relay|star (naive_ring: relay)", "ALGO");
+  f.add("--allreduce", d.allreduce,
+        "ddp: library|ring|pipelined_ring|relay|star|library_blocking (naive_ring: relay)", "ALGO");
   f.add("--reducer", d.reducer, "ddp: per_parameter|flat (after backward)|bucketed (overlapped)", "NAME");
   f.add("--global-batch-size", "none", "samples per step over all workers (instead of --batch-size)", "N");
   f.add("--accumulation", text_of(d.accumulation), "micro-batches per step, accumulated without communication", "K");
@@ -234,7 +235,8 @@ void convert_parallel(const FlagText& f, TrainOptions& o) {
   o.parallel = f.member("--parallel", {"none", "dp", "ddp", "async-ps", "hogwild"});
   check_flags_apply(f, o.parallel);
   convert_world(f, o);
-  o.allreduce = f.member("--allreduce", {"library", "ring", "pipelined_ring", "relay", "star", "naive_ring"});
+  o.allreduce =
+      f.member("--allreduce", {"library", "library_blocking", "ring", "pipelined_ring", "relay", "star", "naive_ring"});
   o.reducer = f.member("--reducer", {"per_parameter", "flat", "bucketed"});
   convert_batch(f, o);
   o.lr_scaling = f.member("--lr-scaling", {"none", "linear"});
