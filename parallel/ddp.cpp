@@ -129,14 +129,16 @@ std::vector<size_t> DistributedDataParallel::unused_parameters(const Variable& o
 
 Variable DistributedDataParallel::forward(const Variable& x) {
   check_previous_backward();
+  ++forwards_;
+  // The collective check first, when due: then every rank, not only the one whose model
+  // changed, throws naming the parameter and the rank (claim C14).
+  if (pg_->debug() || (options_.check_every > 0 && forwards_ % options_.check_every == 0)) check_consistency();
   const std::string change = structure_change(*model_, parameters_, wrapped_data_);
-  RG_CHECK(change.empty(), "DistributedDataParallel: ", change);
+  RG_CHECK(change.empty(), "DistributedDataParallel: rank ", pg_->rank(), ": ", change);
   reducer_->prepare_for_forward();
   if (options_.broadcast_buffers)
     for (auto& [name, b] : model_->named_buffers()) pg_->broadcast(b, 0);
   sync_this_backward_ = sync_enabled_;
-  ++forwards_;
-  if (pg_->debug() || (options_.check_every > 0 && forwards_ % options_.check_every == 0)) check_consistency();
   Variable output = model_->forward(x);
   if (options_.find_unused_parameters && sync_this_backward_ && is_grad_enabled()) unused_ = unused_parameters(output);
   return output;

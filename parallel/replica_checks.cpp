@@ -110,8 +110,9 @@ std::string structure_change(const nn::Module& model, const std::vector<NamedPar
     const Variable& p = now[i].param;
     const std::string& name = wrapped[i].name;
     if (!p.same(wrapped[i].param)) {
-      out << "parameter '" << name << "' was replaced by another Variable after wrapping, so DDP no longer "
-          << "synchronises it; wrap the model again after replacing parameters";
+      out << "parameter '" << name << "' was replaced by another Variable after wrapping: the model no longer "
+          << "holds the wrapped Variables, so DDP does not synchronise it; wrap the model again after replacing "
+          << "parameters";
     } else if (p.shape() != wrapped_data[i].shape()) {
       out << "parameter '" << name << "' was reshaped from " << shape_str(wrapped_data[i].shape()) << " to "
           << shape_str(p.shape()) << " after wrapping";

@@ -363,6 +363,36 @@ TEST_CASE("parallel.ddp.consistency_check_catches_a_replaced_parameter", "[paral
   CHECK_THAT(error, Catch::Contains("check_consistency: rank 0: parameter 'fc1.weight' was replaced"));
 }
 
+// With the check due, forward runs the collective check before its own rank's structural
+// one, so the rank that did not replace anything hears of it too instead of waiting at the
+// next all-reduce (a short timeout turns that wait into a failure here).
+TEST_CASE("parallel.ddp.forward_check_tells_every_rank_of_a_replaced_parameter", "[parallel][ddp]") {
+  std::vector<std::shared_ptr<Mlp>> replicas = {make_mlp(DType::float32), make_mlp(DType::float32)};
+  auto batch = make_batches(1, kLocalBatch, DType::float32)[0];
+  std::vector<std::string> errors(2);
+  run_local_world(2, [&](std::shared_ptr<ProcessGroup> pg) {
+    DistributedDataParallel ddp(replicas[pg->rank()], pg, {.check_every = 1});
+    if (pg->rank() == 1) replicas[1]->fc1->parameter("weight") = Variable(Tensor::zeros({kHidden, kIn}), true);
+    errors[pg->rank()] = test::error_from([&] { cross_entropy(ddp(batch.x), batch.y).backward(); });
+  }, {.timeout_s = 10});
+  for (const std::string& error : errors)
+    CHECK_THAT(error, Catch::Contains("check_consistency: rank 1: parameter 'fc1.weight' was replaced") &&
+                          Catch::Contains("the model no longer holds the wrapped Variables"));
+}
+
+// Without the check, the replacing rank's own forward still refuses, naming itself.
+TEST_CASE("parallel.ddp.forward_refuses_a_replaced_parameter_naming_the_rank", "[parallel][ddp]") {
+  auto model = make_mlp(DType::float32);
+  auto batch = make_batches(1, kLocalBatch, DType::float32)[0];
+  std::string error = error_from(1, [&](int, auto pg) {
+    DistributedDataParallel ddp(model, pg);
+    model->fc2->parameter("bias") = Variable(Tensor::zeros({kHidden}), true);
+    ddp(batch.x);
+  });
+  CHECK_THAT(error, Catch::Contains("DistributedDataParallel: rank 0: parameter 'fc2.bias' was replaced") &&
+                        Catch::Contains("the model no longer holds the wrapped Variables"));
+}
+
 TEST_CASE("parallel.ddp.uneven_inputs_are_an_error_naming_the_counts", "[parallel][ddp]") {
   std::vector<std::shared_ptr<Mlp>> replicas;
   for (int r = 0; r < 4; ++r) replicas.push_back(make_mlp(DType::float32));
