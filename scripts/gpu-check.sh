@@ -61,12 +61,15 @@ check() {
     -DCMAKE_PREFIX_PATH="$root/usr" | grep -E "CUDA backend|NCCL|OpenBLAS|MPI|Error" || true
   echo "== build"
   cmake --build "$BUILD" --parallel "$(nproc)" --target ringgrad_cuda cuda_tests tensor_tests bench_cuda \
-    bench_train_step ringgrad-train
+    bench_train_step ringgrad-train chapter_09_library_vs_handwritten
   echo "== GPU tests"
   ctest --test-dir "$BUILD" -R '^cuda\.' --output-on-failure || true
   echo "== CPU tensor tests on this machine (sanity)"
   ctest --test-dir "$BUILD" -R '^tensor\.' --parallel "$(nproc)" 2>&1 | tail -3
   training_demos
+  echo "== chapter 09 on NCCL (the chapter with a GPU mode): mpirun -n GPUS chapter_09_library_vs_handwritten --nccl"
+  mpirun -n "$(nvidia-smi --list-gpus 2>/dev/null | wc -l | awk '{print $1 > 0 ? $1 : 1}')" \
+    "$BUILD/bin/chapter_09_library_vs_handwritten" --nccl --out "$BUILD/gpu-demos/c09" || true
   echo "== GPU benchmarks (targets: a training step of the MLP at batch 128 at most 1.3x its GEMMs alone;"
   echo "   the CNN at least 20x the 1-thread CPU figure in README.md's table)"
   "$BUILD/bin/bench_cuda"
