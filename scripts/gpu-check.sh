@@ -68,7 +68,7 @@ check() {
   ctest --test-dir "$BUILD" -R '^tensor\.' --parallel "$(nproc)" 2>&1 | tail -3
   training_demos
   echo "== chapter 09 on NCCL (the chapter with a GPU mode): mpirun -n GPUS chapter_09_library_vs_handwritten --nccl"
-  mpirun -n "$(nvidia-smi --list-gpus 2>/dev/null | wc -l | awk '{print $1 > 0 ? $1 : 1}')" \
+  mpirun -n "$(nvidia-smi --list-gpus 2>/dev/null | wc -l | awk '{n = $1; if (n < 1) n = 1; print n}')" \
     "$BUILD/bin/chapter_09_library_vs_handwritten" --nccl --out "$BUILD/gpu-demos/c09" || true
   echo "== GPU benchmarks (targets: a training step of the MLP at batch 128 at most 1.3x its GEMMs alone;"
   echo "   the CNN at least 20x the 1-thread CPU figure in README.md's table)"
