@@ -20,7 +20,9 @@ cmake --install "$build" --prefix "$prefix" >/dev/null
 
 step "build the template out of the tree, against the installed package only"
 cp -r "$source/examples/my_first_ddp" "$work/my_first_ddp"
-cmake -S "$work/my_first_ddp" -B "$work/my_first_ddp/build" -DCMAKE_PREFIX_PATH="$prefix" \
+generator=()  # the project's own build tool where make is absent (a fresh Debian 12 has no make)
+command -v make >/dev/null || generator=(-G Ninja)
+cmake -S "$work/my_first_ddp" -B "$work/my_first_ddp/build" "${generator[@]}" -DCMAKE_PREFIX_PATH="$prefix" \
   -DCMAKE_BUILD_TYPE=Release >"$work/configure.log" 2>&1 || { cat "$work/configure.log"; fail "configure"; }
 cmake --build "$work/my_first_ddp/build" --parallel 2 >"$work/build.log" 2>&1 || { cat "$work/build.log"; fail "build"; }
 program=$work/my_first_ddp/build/my_first_ddp
