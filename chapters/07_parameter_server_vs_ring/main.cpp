@@ -12,14 +12,13 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <fstream>
 #include <iostream>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "chapters/common/chapter.h"
 #include "chapters/common/cost_model.h"
+#include "chapters/common/machine.h"
 #include "parallel/algorithms.h"
 #include "ringgrad.h"
 
@@ -58,13 +57,6 @@ std::string size_name(double bytes) {
 }
 
 std::string megabytes(double bytes) { return chapters::number(bytes / 1e6) + " MB"; }
-
-std::string load_average() {
-  std::ifstream in("/proc/loadavg");
-  std::string one, five, fifteen;
-  in >> one >> five >> fifteen;
-  return one + " " + five + " " + fifteen;
-}
 
 // ---- What the formulas say each rank sends and receives per all-reduce of S bytes.
 
@@ -438,13 +430,13 @@ int run(int argc, char** argv) {
   cli.add_option("--compute-ms", compute_ms, "extrapolation: one step's forward and backward, ms");
   const chapters::Flags flags = cli.parse(argc, argv);
   if (max_ranks == 0) max_ranks = flags.quick ? 4 : 8;
-  config.cores = cores > 0 ? cores : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  config.cores = cores > 0 ? cores : chapters::hardware_cores();
   config.sizes = flags.quick ? std::vector<int64_t>{4 << 10, 64 << 10, 1 << 20}
                              : std::vector<int64_t>{4 << 10, 16 << 10, 64 << 10, 256 << 10, 1 << 20, 4 << 20,
                                                     16 << 20, 64 << 20};
   config.seconds_per_point = flags.quick ? 0.02 : 0.15;
   const Scale scale{alpha_us * 1e-6, beta_gbs * 1e9, gradient_mb * 1e6, compute_ms * 1e-3};
-  std::printf("load average at start: %s (%d cores)%s\n", load_average().c_str(), config.cores,
+  std::printf("load average at start: %s (%d cores)%s\n", chapters::load_average().c_str(), config.cores,
               config.star_everywhere ? "; --star-everywhere: the star runs where the ring should" : "");
 
   std::vector<Measurement> all;
@@ -470,7 +462,7 @@ int run(int argc, char** argv) {
   std::stable_sort(all.begin(), all.end(), [](const Measurement& a, const Measurement& b) {
     return std::tuple(a.pattern, a.n, a.bytes) < std::tuple(b.pattern, b.n, b.bytes);
   });
-  std::printf("load average at the end: %s\n", load_average().c_str());
+  std::printf("load average at the end: %s\n", chapters::load_average().c_str());
 
   const TrafficCheck traffic = check_traffic(all);
   print_traffic(all, config.sizes.back());
