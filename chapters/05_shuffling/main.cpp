@@ -255,7 +255,7 @@ void report(const std::vector<Run>& runs, const Settings& s, int workers, const 
     }
     table.add_row({run.setting.name(), report::Table::number(last, 3), by_epoch,
                    report::Table::number(100 * run.test_accuracy.back(), 2),
-                   report::Table::number(-points_lost(runs, run), 2)});
+                   run.setting.order == Order::shuffled ? "baseline" : report::Table::number(-points_lost(runs, run), 2)});
     const double epochs_per_step = static_cast<double>(s.epochs) / static_cast<double>(run.loss.size());
     (run.setting.batch_norm ? normed : plain)
         .add_series(order_name(run.setting.order), chapters::smoothed_curve(run.loss, epochs_per_step, 90, kClip));

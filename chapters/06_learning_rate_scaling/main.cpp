@@ -194,15 +194,19 @@ int run(int argc, char** argv) {
   // The rule (README): confirmed when scaling is what keeps the accuracy at some larger batch
   // (the scaled run holds within 1 point of the base batch's accuracy where the unscaled one
   // falls at least 1 point behind it), and the rule breaks further up: some larger batch at
-  // which the scaled lr does worse than the base lr. It breaks at the smallest such batch.
-  int64_t helps_at = 0, breaks_at = 0;
+  // which the scaled lr does worse than the base lr. It breaks at the smallest such batch;
+  // the verdict names the batch where scaling helps most.
+  int64_t first_help = 0, helps_at = 0, breaks_at = 0;
   double helps_by = 0;
   for (int64_t batch : s.batches) {
     if (batch == kBaseBatch) continue;
     const double gain = 100 * (sweep.at(Rule::linear, batch).accuracy - sweep.at(Rule::none, batch).accuracy);
-    if (sweep.holds(batch) && gain >= kHoldsPoints && gain > helps_by) {
-      helps_at = batch;
-      helps_by = gain;
+    if (sweep.holds(batch) && gain >= kHoldsPoints) {
+      if (first_help == 0) first_help = batch;
+      if (gain > helps_by) {
+        helps_at = batch;
+        helps_by = gain;
+      }
     }
     if (sweep.breaks(batch) && breaks_at == 0) breaks_at = batch;
   }
@@ -218,7 +222,7 @@ int run(int argc, char** argv) {
     details += "the rule breaks at batch " + std::to_string(breaks_at) + " (lr " + number(scaled.lr) + ": " +
                percent(scaled) + ", the base lr there: " + percent(sweep.at(Rule::none, breaks_at)) + ")";
   }
-  chapters::print_verdict("C06", helps_at > 0 && breaks_at > helps_at, details);
+  chapters::print_verdict("C06", first_help > 0 && breaks_at > first_help, details);
   return 0;
 }
 
