@@ -82,6 +82,12 @@ std::vector<Variable> Module::parameters() const {
   return out;
 }
 
+int64_t Module::parameter_count() const {
+  int64_t count = 0;
+  for (const Variable& p : parameters()) count += p.data().numel();
+  return count;
+}
+
 std::vector<std::pair<std::string, Tensor>> Module::named_buffers() const {
   std::vector<std::pair<std::string, Tensor>> out = buffers_;
   for (const auto& [prefix, child] : children_)

@@ -35,6 +35,7 @@ class Module {
 
   // ---- the tree ----
   std::vector<Variable> parameters() const;  // each shared parameter once
+  int64_t parameter_count() const;            // their elements, each shared parameter once
   // Registration order, depth-first: a module's own parameters, then its children's.
   std::vector<std::pair<std::string, Variable>> named_parameters() const;
   std::vector<std::pair<std::string, Tensor>> named_buffers() const;

@@ -300,12 +300,6 @@ std::string fired_when(const RankRun& run) {
   return run.failed_at_step > 0 ? "at step " + std::to_string(run.failed_at_step) : "at the end";
 }
 
-int64_t parameter_count(const nn::Module& model) {
-  int64_t count = 0;
-  for (const Variable& p : model.parameters()) count += p.data().numel();
-  return count;
-}
-
 void print_scaling(const std::vector<Timing>& timings, int cores) {
   std::printf("\nscaling (weak: %lld samples per rank per step; each N's median round)\n",
               static_cast<long long>(kLocalBatch));
@@ -365,7 +359,7 @@ void draw_run(const RankRun& run, int world, const std::filesystem::path& out) {
       {.title = "one step of the capstone run (means of steps 1-" + std::to_string(kTracedSteps) + ")",
        .global_batch = kLocalBatch * world,
        .sample_shape = "1x28x28",
-       .parameters = parameter_count(*run.model),
+       .parameters = run.model->parameter_count(),
        .all_reduce = "ring all-reduce",
        .update_note = "the same averaged gradient on every rank, the same update: checked every " +
                       std::to_string(kCheckEvery) + " steps",
@@ -432,7 +426,7 @@ int run(int argc, char** argv) {
 
   print_scaling(timings, cores);
   const double compute_s = timings.front().step_s;
-  const double gradient_bytes = 4.0 * static_cast<double>(parameter_count(*capstone.model));  // float32
+  const double gradient_bytes = 4.0 * static_cast<double>(capstone.model->parameter_count());  // float32
   const auto fitted = fit_this_machine(timings, cores, gradient_bytes);
   const chapters::CostModel link{alpha_us * 1e-6, beta_gbs * 1e9};
   const auto predictions = predict(fitted, link, compute_s, gradient_bytes);

@@ -27,6 +27,11 @@ namespace {
 constexpr int64_t kEvalBatch = 1000;  // evaluation only: bigger batches, same result
 constexpr double kWarmupStartFactor = 0.1;
 
+// "1x28x28": one sample's channels x height x width, for config.json and the flow picture.
+std::string sample_shape_text(const data::ImageShape& s) {
+  return std::to_string(s.channels) + "x" + std::to_string(s.height) + "x" + std::to_string(s.width);
+}
+
 // What a checkpoint records of its run, for resuming (besides the optimizer's name, which
 // save_checkpoint records itself): the model and data must match; another optimizer or
 // global batch needs --resume-with-changes; another mode or worker count with the same
@@ -297,14 +302,11 @@ void Trainer::save_checkpoint(int64_t epoch, int64_t position) const {
 }
 
 report::Fields Trainer::config_fields() const {
-  const data::ImageShape s = data_.shape();
-  int64_t parameters = 0;
-  for (const auto& p : model_->parameters()) parameters += p.numel();
   const auto& o = options_;
   return {{"data", o.data}, {"dataset", data_.train->name()}, {"train_size", data_.train->size()},
           {"test_size", data_.test->size()},
-          {"image", std::to_string(s.channels) + "x" + std::to_string(s.height) + "x" + std::to_string(s.width)},
-          {"classes", s.num_classes}, {"model", o.model}, {"parameters", parameters}, {"epochs", o.epochs},
+          {"image", sample_shape_text(data_.shape())}, {"classes", data_.shape().num_classes}, {"model", o.model},
+          {"parameters", model_->parameter_count()}, {"epochs", o.epochs},
           {"batch_size", o.batch_size}, {"steps_per_epoch", steps_per_epoch_}, {"optimizer", o.optimizer},
           {"lr", o.lr}, {"momentum", o.momentum}, {"warmup_epochs", o.warmup_epochs}, {"device", o.device},
           {"dtype", o.dtype}, {"threads", get_num_threads()}, {"blas_kernels", blas_info().kernels},
@@ -362,15 +364,11 @@ std::optional<report::FlowPicture> Trainer::flow_picture(const std::vector<repor
   const auto steps = std::count_if(events.begin(), events.end(),
                                    [](auto& e) { return e.rank == 0 && e.category == "optimizer"; });
   if (options_.parallel != "ddp" || steps == 0) return std::nullopt;
-  const data::ImageShape shape = data::image_shape(*data_.train);
-  int64_t parameters = 0;
-  for (const Variable& p : model_->parameters()) parameters += p.data().numel();
   return report::FlowPicture(
       {.title = "One step of steps 1-" + std::to_string(steps) + " (means), as the lecture draws it",
        .global_batch = options_.global_batch(),
-       .sample_shape = std::to_string(shape.channels) + "x" + std::to_string(shape.height) + "x" +
-                       std::to_string(shape.width),
-       .parameters = parameters,
+       .sample_shape = sample_shape_text(data_.shape()),
+       .parameters = model_->parameter_count(),
        .all_reduce = options_.allreduce + " all-reduce",
        .update_note = "the same averaged gradient on every rank: the same update" +
                       (options_.check_every > 0
