@@ -68,20 +68,25 @@ check() {
   ctest --test-dir "$BUILD" -R '^tensor\.' --parallel "$(nproc)" 2>&1 | tail -3
   training_demos
   echo "== chapter 09 on NCCL (the chapter with a GPU mode): mpirun -n GPUS chapter_09_library_vs_handwritten --nccl"
-  mpirun -n "$(nvidia-smi --list-gpus 2>/dev/null | wc -l | awk '{n = $1; if (n < 1) n = 1; print n}')" \
-    "$BUILD/bin/chapter_09_library_vs_handwritten" --nccl --out "$BUILD/gpu-demos/c09" || true
+  mpirun -n "$(gpu_count)" "$BUILD/bin/chapter_09_library_vs_handwritten" --nccl --out "$BUILD/gpu-demos/c09" || true
   echo "== GPU benchmarks (targets: a training step of the MLP at batch 128 at most 1.3x its GEMMs alone;"
   echo "   the CNN at least 20x the 1-thread CPU figure in README.md's table)"
   "$BUILD/bin/bench_cuda"
   compare_training_step
 }
 
+# The GPUs nvidia-smi lists, at least 1 (a machine without nvidia-smi still has its one).
+gpu_count() {
+  local n
+  n=$(nvidia-smi --list-gpus 2>/dev/null | wc -l)
+  echo $((n > 0 ? n : 1))
+}
+
 # ringgrad-train on the GPUs present: DDP on NCCL (one process per GPU), DataParallel over
 # them, and the same steps on CUDA and on the CPU (float64: equal to rounding).
 training_demos() {
   local train=$BUILD/bin/ringgrad-train gpus out=$BUILD/gpu-demos
-  gpus=$(nvidia-smi --list-gpus 2>/dev/null | wc -l)
-  [ "$gpus" -ge 1 ] || gpus=1
+  gpus=$(gpu_count)
   [ "$gpus" -eq 1 ] && echo "(one GPU: the multi-GPU paths run at N = 1 only; their scaling needs a machine with more)"
   export RINGGRAD_DATA=$DEPS/data RINGGRAD_PROGRESS=plain
   prepare_fashion_test_split

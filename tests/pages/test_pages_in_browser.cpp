@@ -6,13 +6,13 @@
 #include <algorithm>
 #include <fstream>
 #include <iostream>
-#include <iterator>
 #include <map>
 #include <regex>
 #include <vector>
 
 #include "data/image_folder.h"
 #include "pages/browser.h"
+#include "read_text.h"
 #include "run_command.h"
 #include "temp_dir.h"
 
@@ -32,8 +32,8 @@ bool browser_or_skip(const Browser& browser) {
 // The share of a screenshot's pixels (on a 64 x 64 thumbnail) that differ from its most
 // common colour, the background: 0 for a blank page.
 double drawn_fraction(const std::filesystem::path& png) {
-  std::ifstream file(png, std::ios::binary);
-  const std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  const std::string data = rg::test::read_text(png);
+  const std::vector<uint8_t> bytes(data.begin(), data.end());
   const auto pixels = rg::data::decode_image(bytes, {.channels = 3, .height = 64, .width = 64}, png.string())
                           .to_vector<uint8_t>();
   const size_t plane = 64 * 64;
@@ -49,8 +49,7 @@ double drawn_fraction(const std::filesystem::path& png) {
 void check_page(const Browser& browser, const std::filesystem::path& page, int min_charts,
                 const std::filesystem::path& scratch) {
   REQUIRE(std::filesystem::exists(page));
-  std::ifstream file(page);
-  const std::string html((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  const std::string html = rg::test::read_text(page);
   // Self-contained: nothing to fetch (SVG's xmlns names a namespace, it is not fetched).
   CHECK_FALSE(std::regex_search(html, std::regex(R"((src|href)\s*=\s*["']?(https?:|//))")));
   const Browser::Layout layout = browser.layout(page, kPhoneWidth, scratch);
@@ -88,8 +87,7 @@ TEST_CASE("pages.chapter_report_renders_on_a_phone", "[pages]") {
   INFO(run.output);
   REQUIRE(run.exit_code == 0);
   check_page(browser, dir.path / "report.html", 1, dir.path);
-  std::ifstream file(dir.path / "report.html");
-  const std::string html((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  const std::string html = rg::test::read_text(dir.path / "report.html");
   CHECK(html.find("verdict C02: ") != std::string::npos);
   CHECK(html.find("What it printed") != std::string::npos);
 }

@@ -5,22 +5,15 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "read_text.h"
 #include "report/metrics.h"
 #include "temp_dir.h"
 #include "tensor/error.h"
 
 using namespace rg::report;
 using rg::test::TempDir;
+using rg::test::read_text;
 using Catch::Contains;
-
-namespace {
-
-std::string read_text(const std::filesystem::path& path) {
-  std::ifstream in(path);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
-}  // namespace
 
 TEST_CASE("report.metrics_round_trip", "[report]") {
   TempDir dir("round_trip");

@@ -10,6 +10,7 @@
 #include <sstream>
 #include <string>
 
+#include "read_text.h"
 #include "run_command.h"
 #include "temp_dir.h"
 
@@ -41,12 +42,7 @@ inline std::string last_line(const std::string& text) {
   return text.substr(first, end - first + 1);
 }
 
-inline std::string read_text(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using rg::test::read_text;
 
 using rg::test::TempDir;
 
