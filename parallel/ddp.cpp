@@ -38,6 +38,7 @@ DistributedDataParallel::DistributedDataParallel(std::shared_ptr<nn::Module> mod
   if (options_.init_sync) {  // every replica starts from rank 0's model
     for (auto& [name, p] : model_->named_parameters()) pg_->broadcast(p.data(), 0);
     for (auto& [name, b] : model_->named_buffers()) pg_->broadcast(b, 0);
+    last_identical_step_ = 0;
   }
   parameters_ = trainable_parameters(*model_);
   for (const auto& [name, p] : parameters_) wrapped_data_.push_back(p.data());
@@ -151,7 +152,9 @@ DistributedDataParallel::NoSync::NoSync(DistributedDataParallel& ddp) : ddp_(ddp
 DistributedDataParallel::NoSync::~NoSync() { ddp_.sync_enabled_ = previous_; }
 
 void DistributedDataParallel::check_consistency() {
-  check_replicas_identical(*pg_, structure_change(*model_, parameters_, wrapped_data_), parameters_);
+  check_replicas_identical(*pg_, structure_change(*model_, parameters_, wrapped_data_), parameters_,
+                           {.last_identical = last_identical_step_, .now = synchronised_steps_});
+  last_identical_step_ = synchronised_steps_;
 }
 
 void DistributedDataParallel::check_even_inputs(int64_t batches) { check_same_batch_count(*pg_, batches); }

@@ -81,7 +81,9 @@ class DistributedDataParallel {
 
   // A collective: checks that the model still holds the Variables wrapped (same shapes and
   // storage) on every rank and that every parameter is bit-identical across ranks; throws
-  // an rg::Error naming the first parameter that is not and the ranks that differ.
+  // an rg::Error naming the first parameter that is not, the ranks that differ, and the
+  // step in which it happened (or the steps since the last check that passed; steps are
+  // synchronising backward passes, counted from 1).
   void check_consistency();
 
   // A collective, before each epoch: every rank passes the number of batches it will run.
@@ -120,6 +122,7 @@ class DistributedDataParallel {
   std::vector<size_t> unused_;    // found at forward; reported ready when backward begins
   int64_t layout_ = 0;            // a hash of what every step all-reduces, agreed on each step
   int64_t synchronised_steps_ = 0;
+  int64_t last_identical_step_ = -1;  // when a check last found the replicas identical; 0: at construction
   bool backward_started_ = false;
   bool sync_enabled_ = true;        // false inside no_sync()
   bool sync_this_backward_ = true;  // sync_enabled_ at the last forward

@@ -63,6 +63,46 @@ std::string mismatch_message(const Described& a, int rank_a, const Described& b,
   return out.str();
 }
 
+// Who differs, for one parameter: when a majority of the ranks share its checksum, the ranks
+// outside it ("rank 2 (sum 1.5) vs the other 3 ranks (sum 0.5)"); else every rank unlike rank 0.
+std::string differing_ranks(const std::vector<int64_t>& checksums, const std::vector<double>& sums) {
+  const int n = static_cast<int>(checksums.size());
+  std::map<int64_t, int> ranks_with;
+  for (int64_t checksum : checksums) ++ranks_with[checksum];
+  const auto [usual, agreeing] = *std::max_element(ranks_with.begin(), ranks_with.end(), [](auto& a, auto& b) {
+    return a.second < b.second;
+  });
+  std::ostringstream out;
+  if (2 * agreeing > n) {
+    const auto one_agreeing = std::find(checksums.begin(), checksums.end(), usual) - checksums.begin();
+    for (int r = 0; r < n; ++r)
+      if (checksums[r] != usual) out << (out.tellp() > 0 ? ", " : "") << "rank " << r << " (sum " << sums[r] << ")";
+    out << " vs the other " << agreeing << " ranks (sum " << sums[one_agreeing] << ")";
+    return out.str();
+  }
+  out << "rank 0 (sum " << sums[0] << ") vs";
+  for (int r = 1; r < n; ++r)
+    if (checksums[r] != checksums[0]) out << " rank " << r << " (sum " << sums[r] << ")";
+  if (n == 2) out << " (two replicas cannot tell which one went wrong)";
+  return out.str();
+}
+
+// When it happened, from the last check that found the replicas identical.
+std::string blamed_steps(CheckedSteps steps) {
+  auto after = [](int64_t step) { return step == 0 ? std::string("before the first step") : "after step " + std::to_string(step); };
+  std::ostringstream out;
+  if (steps.last_identical < 0)
+    return "the replicas differ " + after(steps.now) + ", and no check found them identical before";
+  out << "the replicas were identical " << after(steps.last_identical) << " and differ " << after(steps.now);
+  if (steps.now == steps.last_identical)
+    out << ", so they were changed since, outside a step";
+  else if (steps.now == steps.last_identical + 1)
+    out << ", so it happened in step " << steps.now << " (or by an edit after it)";
+  else
+    out << ", so it happened in steps " << steps.last_identical + 1 << " to " << steps.now << " (or by an edit between them)";
+  return out.str();
+}
+
 }  // namespace
 
 std::vector<NamedParameter> trainable_parameters(const nn::Module& model) {
@@ -127,7 +167,8 @@ std::string structure_change(const nn::Module& model, const std::vector<NamedPar
   return "";
 }
 
-void check_replicas_identical(ProcessGroup& pg, const std::string& problem, const std::vector<NamedParameter>& parameters) {
+void check_replicas_identical(ProcessGroup& pg, const std::string& problem, const std::vector<NamedParameter>& parameters,
+                              CheckedSteps steps) {
   auto problems = all_gather_strings(pg, problem);
   for (int r = 0; r < pg.size(); ++r)
     RG_CHECK(problems[r].empty(), "DistributedDataParallel::check_consistency: rank ", r, ": ", problems[r]);
@@ -140,12 +181,17 @@ void check_replicas_identical(ProcessGroup& pg, const std::string& problem, cons
   auto all_checksums = gather_values(pg, checksums);
   auto all_sums = gather_values(pg, sums);
   for (size_t i = 0; i < checksums.size(); ++i) {
-    std::ostringstream differing;
-    for (int r = 1; r < pg.size(); ++r)
-      if (all_checksums[r][i] != all_checksums[0][i]) differing << " rank " << r << " (sum " << all_sums[r][i] << ")";
-    RG_CHECK(differing.tellp() == 0, "DistributedDataParallel::check_consistency: parameter '", parameters[i].name,
-             "' differs across replicas: rank 0 (sum ", all_sums[0][i], ") vs", differing.str(),
-             "; was it edited by hand after wrapping, or did a gradient all-reduce go wrong?");
+    std::vector<int64_t> checksum_per_rank;
+    std::vector<double> sum_per_rank;
+    for (int r = 0; r < pg.size(); ++r) {
+      checksum_per_rank.push_back(all_checksums[r][i]);
+      sum_per_rank.push_back(all_sums[r][i]);
+    }
+    if (std::all_of(checksum_per_rank.begin(), checksum_per_rank.end(), [&](int64_t c) { return c == checksum_per_rank[0]; }))
+      continue;
+    RG_THROW("DistributedDataParallel::check_consistency: parameter '", parameters[i].name,
+             "' differs across replicas: ", differing_ranks(checksum_per_rank, sum_per_rank), "; ", blamed_steps(steps),
+             ". Was it edited by hand after wrapping, or did a gradient all-reduce go wrong?");
   }
 }
 

@@ -27,10 +27,21 @@ void check_same_structure(ProcessGroup& pg, const nn::Module& model);
 std::string structure_change(const nn::Module& model, const std::vector<NamedParameter>& wrapped,
                              const std::vector<Tensor>& wrapped_data);
 
+// Which steps a failed consistency check blames: the replicas were last found identical after
+// step `last_identical` (0: at construction; -1: never) and are checked now, after step `now`.
+// Steps are synchronising backward passes, counted from 1.
+struct CheckedSteps {
+  int64_t last_identical = -1;
+  int64_t now = 0;
+};
+
 // A collective: throws unless every rank's `problem` is "" (naming the rank that has one),
-// then unless every parameter is bit-identical across ranks, comparing a checksum of each
-// (naming the first that differs, the ranks and their sums).
-void check_replicas_identical(ProcessGroup& pg, const std::string& problem, const std::vector<NamedParameter>& parameters);
+// then unless every parameter is bit-identical across ranks, comparing a checksum of each.
+// The error names the first parameter that differs; the rank that differs (when a majority of
+// the ranks agree, the ranks outside it; else every rank unlike rank 0), with their sums; and
+// the step or steps in which it happened.
+void check_replicas_identical(ProcessGroup& pg, const std::string& problem, const std::vector<NamedParameter>& parameters,
+                              CheckedSteps steps = {});
 
 // A collective: throws unless every rank passes the same number of batches, naming the
 // ranks that differ from the rest.

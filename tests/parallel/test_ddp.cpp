@@ -438,6 +438,38 @@ TEST_CASE("parallel.ddp.injected_gradient_faults", "[parallel][ddp]") {
   }
 }
 
+// Claim C11: the check names the step of the fault, the parameter it spoiled and, when the
+// other ranks agree, the rank. Rank 2 of 3 corrupts its gradient in step 2 of 4: checked at
+// every forward, the check before step 3 blames step 2; checked every second forward (before
+// steps 2 and 4), the check before step 4 blames steps 2 to 3, since the one before step 2
+// passed.
+TEST_CASE("parallel.ddp.consistency_check_names_the_step_and_the_rank", "[parallel][ddp]") {
+  auto batches = make_batches(4, 3 * kLocalBatch, DType::float64);
+  auto run = [&](int64_t check_every) {
+    std::vector<std::shared_ptr<Mlp>> replicas;
+    for (int r = 0; r < 3; ++r) replicas.push_back(make_mlp(DType::float64));
+    return error_from(3, [&](int rank, auto pg) {
+      DistributedDataParallel ddp(replicas[rank], pg, {.check_every = check_every});
+      GradientFaultInjector injector;
+      ddp.register_comm_hook(injector.wrap(ddp.comm_hook()));
+      auto opt = make_sgd(*replicas[rank]);
+      for (int step = 1; step <= 4; ++step) {
+        if (step == 2 && rank == 2) injector.arm(GradientFault::corrupt);
+        Batch mine = batches[step - 1].rows(rank * kLocalBatch, kLocalBatch);
+        opt.zero_grad();
+        cross_entropy(ddp(mine.x), mine.y).backward();
+        opt.step();
+      }
+    });
+  };
+  const std::string every_step = run(1);
+  CHECK_THAT(every_step, Catch::Contains("parameter 'fc3.bias' differs across replicas: rank 2 (sum ") &&
+                             Catch::Contains(") vs the other 2 ranks (sum ") &&
+                             Catch::Contains("identical after step 1 and differ after step 2, so it happened in step 2"));
+  CHECK_THAT(run(2), Catch::Contains("rank 2 (sum ") &&
+                         Catch::Contains("identical after step 1 and differ after step 3, so it happened in steps 2 to 3"));
+}
+
 // The trace of one step: the first bucket is launched inside backward before the wait
 // for the all-reduces begins, its all-reduce runs on the communication thread (a "comm"
 // event), and the wait ends backward. (When the all-reduce itself starts depends on how
