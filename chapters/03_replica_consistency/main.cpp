@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "chapters/common/chapter.h"
+#include "chapters/common/replicas.h"
 #include "chapters/common/training.h"
 #include "parallel/flat_parameters.h"
 #include "ringgrad.h"
@@ -74,16 +75,12 @@ double disagreement(ProcessGroup& pg, nn::Module& model, const Tensor& probe) {
   return worst;
 }
 
-// The fingerprints and the spread of the replicas: two all-reduces of the flattened
-// parameters, max and min, give each element's spread across the ranks; and what the
-// replicas predict for the same images.
+// The fingerprints and the spread of the replicas (the largest difference of an element
+// across the ranks); and what the replicas predict for the same images.
 StepRecord compare_replicas(ProcessGroup& pg, nn::Module& model, const Tensor& probe) {
   std::vector<int64_t> mine;
-  std::vector<Tensor> flat;
-  for (const Variable& p : model.parameters()) {
+  for (const Variable& p : model.parameters())
     mine.push_back(static_cast<int64_t>(parallel::hash_tensor(p.data())));  // a fingerprint per tensor
-    flat.push_back(p.data().reshape({p.numel()}));
-  }
   StepRecord record;
   for (const auto& row : gather(pg, mine)) record.fingerprints.emplace_back(row.begin(), row.end());
   for (size_t i = 0; i < mine.size(); ++i)
@@ -92,10 +89,7 @@ StepRecord compare_replicas(ProcessGroup& pg, nn::Module& model, const Tensor& p
         ++record.differing_tensors;
         break;
       }
-  const Tensor highest = cat(flat), lowest = highest.clone();
-  pg.all_reduce(highest, {.op = parallel::ReduceOp::max});
-  pg.all_reduce(lowest, {.op = parallel::ReduceOp::min});
-  record.max_difference = max(highest - lowest).item();
+  record.max_difference = chapters::replica_spread(pg, model);
   record.disagreement = disagreement(pg, model, probe);
   return record;
 }
