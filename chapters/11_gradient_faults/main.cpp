@@ -61,7 +61,9 @@ RunRecord train(const std::shared_ptr<ProcessGroup>& pg, const Config& config, s
                 const data::Dataset& dataset) {
   const int rank = pg->rank();
   auto model = chapters::seeded_model("mlp", data::image_shape(dataset), kSeed);
-  // check_every = 1: before every forward the ranks compare a checksum of every parameter.
+  // "All-Reduce完成后，每张卡上的模型参数是完全一致的" (after the all-reduce every card's
+  // parameters are identical): with check_every = 1, before every forward the ranks compare a
+  // checksum of every parameter, and "如果你发现各卡参数不一致，那一定是梯度同步出了问题".
   parallel::DistributedDataParallel ddp(model, pg, {.check_every = config.check_every});
   // The fault is a comm hook wrapped around DDP's own (the averaging all-reduce of each bucket).
   parallel::GradientFaultInjector injector;
@@ -79,7 +81,8 @@ RunRecord train(const std::shared_ptr<ProcessGroup>& pg, const Config& config, s
     shard.set_epoch(epoch);
     for (auto& [x, y] : loader) {
       if (++step > config.steps) break;
-      // "梯度同步出错": the link drops or damages this rank's contribution, in this step only.
+      // "某张卡的网络连接不稳定，丢包了" (one card's link was unstable and lost packets): this
+      // rank's contribution is dropped or damaged, in this step only.
       if (fault && rank == config.fault.rank && step == config.fault.step) injector.arm(*fault);
       Variable loss;
       try {
@@ -114,10 +117,19 @@ std::vector<double> loss_gap(const RunRecord& run, const RunRecord& clean) {
   return gap;
 }
 
+void print_setup(const Config& config, int ranks) {
+  std::printf("%d ranks x batch %lld, MLP, SGD lr 0.05 momentum 0.9, %lld steps per run, consistency check %s; "
+              "fault: rank %d's gradient in step %lld\n",
+              ranks, static_cast<long long>(config.local_batch), static_cast<long long>(config.steps),
+              config.check_every ? "before every forward" : "OFF", config.fault.rank,
+              static_cast<long long>(config.fault.step));
+}
+
 // What DDP's check did in a run.
 std::string outcome(const RunRecord& run, const Config& config) {
   if (!run.check_error.empty())
-    return "the consistency check stopped the forward of step " + std::to_string(run.stopped_at) + ": " + run.check_error;
+    return "the consistency check stopped the forward of step " + std::to_string(run.stopped_at) + ": " +
+           run.check_error;
   return std::to_string(run.loss.size()) + " steps, the consistency check " +
          (config.check_every ? "passed before every forward" : "never ran");
 }
@@ -162,10 +174,39 @@ void draw(const std::vector<RunRecord>& runs, const Config& config, const std::f
     if (run.name != "clean") gap.add_series(run.name, steps_of(loss_gap(run, runs.front())));
     spread.add_series(run.name, steps_of(run.spread));
   }
-  for (auto [chart, file] : {std::pair{&loss, "loss.svg"}, {&gap, "loss_difference.svg"}, {&spread, "replica_difference.svg"}}) {
+  for (auto [chart, file] :
+       {std::pair{&loss, "loss.svg"}, {&gap, "loss_difference.svg"}, {&spread, "replica_difference.svg"}}) {
     chart->save(out / file);
     std::printf("wrote %s\n", (out / file).c_str());
   }
+}
+
+// What the corrupted run showed: did the check stop it right after the faulty step, and did
+// its message name that step, the spoiled parameter and the faulty rank (as the odd one out of
+// the rank sums when there are 3 ranks or more)?
+struct CatchReport {
+  bool stopped_next_forward = false, names_step = false, names_parameter = false, names_rank = false;
+  bool all() const { return stopped_next_forward && names_step && names_parameter && names_rank; }
+};
+
+CatchReport judge_catch(const RunRecord& corrupted, const Config& config, int ranks) {
+  auto says = [&](const std::string& text) { return corrupted.check_error.find(text) != std::string::npos; };
+  const std::string rank = "rank " + std::to_string(config.fault.rank) + " (sum ";
+  return {.stopped_next_forward = corrupted.stopped_at == config.fault.step + 1,
+          .names_step = says("so it happened in step " + std::to_string(config.fault.step) + " "),
+          .names_parameter = says("parameter '" + corrupted.spoiled + "'"),
+          .names_rank = says(rank) && (ranks < 3 || says(") vs the other "))};
+}
+
+// "caught at the forward of step 11, naming the step yes, ..." or "not caught (...)".
+std::string describe_catch(const RunRecord& corrupted, const CatchReport& c, const Config& config) {
+  auto yes = [](bool b) { return b ? "yes" : "no"; };
+  if (corrupted.stopped_at > 0)
+    return "caught at the forward of step " + std::to_string(corrupted.stopped_at) + ", naming the step " +
+           yes(c.names_step) + ", parameter '" + corrupted.spoiled + "' " + yes(c.names_parameter) + ", the rank " +
+           yes(c.names_rank);
+  return "not caught (" + std::string(config.check_every ? "the check passed" : "no check ran") +
+         "), replicas apart by " + chapters::number(largest(corrupted.spread)) + " at the end";
 }
 
 // The verdict rule (README): confirmed when all hold —
@@ -177,47 +218,40 @@ void draw(const std::vector<RunRecord>& runs, const Config& config, const std::f
 //     clean run's through the faulty step and differing by more than 1e-4 at some step after it.
 void verdict(const std::vector<RunRecord>& runs, const Config& config, int ranks) {
   const RunRecord &clean = runs[0], &dropped = runs[1], &corrupted = runs[2];
-  const std::string& spoiled = corrupted.spoiled;
   const auto fault_step = static_cast<size_t>(config.fault.step);
-  const std::string& message = corrupted.check_error;
-  auto names = [&](const std::string& text) { return message.find(text) != std::string::npos; };
-  const std::string rank = "rank " + std::to_string(config.fault.rank) + " (sum ";
-  const bool names_step = names("so it happened in step " + std::to_string(config.fault.step) + " ");
-  const bool names_parameter = names("parameter '" + spoiled + "'");
-  const bool names_rank = names(rank) && (ranks < 3 || names(") vs the other "));
-  const bool caught = corrupted.stopped_at == config.fault.step + 1;
+  const CatchReport caught = judge_catch(corrupted, config, ranks);
   const double corrupted_spread = corrupted.spread.size() >= fault_step ? corrupted.spread[fault_step - 1] : 0;
   const std::vector<double> dropped_gap = loss_gap(dropped, clean);
   const double gap_before = largest(dropped_gap, 0, fault_step), gap_after = largest(dropped_gap, fault_step);
 
   const bool clean_ok = clean.check_error.empty() && largest(clean.spread) == 0;
-  const bool corrupted_ok = caught && names_step && names_parameter && names_rank && corrupted_spread > 0;
-  const bool dropped_ok = dropped.check_error.empty() && largest(dropped.spread) == 0 && gap_before == 0 && gap_after > 1e-4;
+  const bool corrupted_ok = caught.all() && corrupted_spread > 0;
+  const bool dropped_ok =
+      dropped.check_error.empty() && largest(dropped.spread) == 0 && gap_before == 0 && gap_after > 1e-4;
 
-  auto yes = [](bool b) { return b ? "yes" : "no"; };
-  std::string details = "fault on rank " + std::to_string(config.fault.rank) + " of " + std::to_string(ranks) +
-                        " in step " + std::to_string(config.fault.step) + " of " + std::to_string(config.steps) + "; corrupted: ";
-  if (corrupted.stopped_at > 0)
-    details += "caught at the forward of step " + std::to_string(corrupted.stopped_at) + ", naming the step " +
-               yes(names_step) + ", parameter '" + spoiled + "' " + yes(names_parameter) + ", the rank " + yes(names_rank);
-  else
-    details += "not caught (" + std::string(config.check_every ? "the check passed" : "no check ran") +
-               "), replicas apart by " + chapters::number(largest(corrupted.spread)) + " at the end";
-  details += ", max |p_a - p_b| " + chapters::number(corrupted_spread) + " after step " + std::to_string(config.fault.step) +
-             ", loss vs clean max |diff| " + chapters::number(largest(loss_gap(corrupted, clean))) +
-             "; dropped: " + (!dropped.check_error.empty() ? "caught" : config.check_every ? "the check passed" : "no check ran") + ", max |p_a - p_b| " +
-             chapters::number(largest(dropped.spread)) + ", loss vs clean max |diff| " + chapters::number(gap_before) +
-             " through step " + std::to_string(config.fault.step) + ", " + chapters::number(gap_after) +
-             " after; clean: max |p_a - p_b| " + chapters::number(largest(clean.spread));
+  const std::string step = std::to_string(config.fault.step);
+  const std::string dropped_check = !dropped.check_error.empty() ? "caught"
+                                    : config.check_every         ? "the check passed"
+                                                                 : "no check ran";
+  const std::string details =
+      "fault on rank " + std::to_string(config.fault.rank) + " of " + std::to_string(ranks) + " in step " + step +
+      " of " + std::to_string(config.steps) + "; corrupted: " + describe_catch(corrupted, caught, config) +
+      ", max |p_a - p_b| " + chapters::number(corrupted_spread) + " after step " + step +
+      ", loss vs clean max |diff| " + chapters::number(largest(loss_gap(corrupted, clean))) + "; dropped: " +
+      dropped_check + ", max |p_a - p_b| " + chapters::number(largest(dropped.spread)) + ", loss vs clean max |diff| " +
+      chapters::number(gap_before) + " through step " + step + ", " + chapters::number(gap_after) +
+      " after; clean: max |p_a - p_b| " + chapters::number(largest(clean.spread));
   chapters::print_verdict("C11", clean_ok && corrupted_ok && dropped_ok, details);
 }
 
 int run(int argc, char** argv) {
-  chapters::Cli cli("chapter_11_gradient_faults", "a damaged gradient is caught by the consistency check, a lost one only shows in the loss", 3);
+  chapters::Cli cli("chapter_11_gradient_faults",
+                    "a damaged gradient is caught by the consistency check, a lost one only shows in the loss", 3);
   std::string fault_spec;
   int steps = 0;
   bool no_check = false;
-  cli.add_option("--fault", fault_spec, "RANK:STEP of the fault (default: the last rank, step 10, or 100 in full mode); both kinds are run");
+  cli.add_option("--fault", fault_spec,
+                 "RANK:STEP of the fault (default: the last rank, step 10, or 100 in full mode); both kinds are run");
   cli.add_option("--steps", steps, "steps per run (0: one epoch of the shard; --quick: 30)");
   cli.add_flag("--no-check", no_check, "turn DDP's consistency check off (check_every = 0): the mechanism removed");
   const chapters::Flags flags = cli.parse(argc, argv);
@@ -225,17 +259,14 @@ int run(int argc, char** argv) {
   data::FashionMNIST dataset({.split = data::Split::Train});
   Config config;
   config.steps = steps > 0 ? steps : flags.quick ? 30 : dataset.size() / (config.local_batch * flags.workers);
-  config.fault = parallel::parse_gradient_fault(
-      fault_spec.empty() ? std::to_string(flags.workers - 1) + ":" + (flags.quick ? "10" : "100") : fault_spec, flags.workers);
+  const std::string default_fault = std::to_string(flags.workers - 1) + ":" + (flags.quick ? "10" : "100");
+  config.fault = parallel::parse_gradient_fault(fault_spec.empty() ? default_fault : fault_spec, flags.workers);
   RG_CHECK(config.fault.step < config.steps, "--fault: step ", config.fault.step, " must come before the last step (",
            config.steps, "), so that a forward follows it");
   config.check_every = no_check ? 0 : 1;
-  std::printf("%d ranks x batch %lld, MLP, SGD lr 0.05 momentum 0.9, %lld steps per run, consistency check %s; "
-              "fault: rank %d's gradient in step %lld\n",
-              flags.workers, static_cast<long long>(config.local_batch), static_cast<long long>(config.steps),
-              no_check ? "OFF" : "before every forward", config.fault.rank, static_cast<long long>(config.fault.step));
 
   chapters::run_ranks(flags, argc, argv, [&](std::shared_ptr<ProcessGroup> pg) {
+    if (pg->rank() == 0) print_setup(config, pg->size());
     // The same training three times: untouched, one contribution lost, one damaged.
     std::vector<RunRecord> runs{train(pg, config, std::nullopt, dataset),
                                 train(pg, config, GradientFault::drop, dataset),
