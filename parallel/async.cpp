@@ -72,6 +72,7 @@ class ParameterServer {
         optimizer_(optimizer),
         pg_(pg),
         max_staleness_(options.max_staleness),
+        observer_(options.observer),
         per_update_(options.gradients_per_update > 0 ? options.gradients_per_update : pg.size() - 1),
         flat_(flat_parameters_of(*model)),
         gradient_(flat_.make_buffers()),
@@ -165,13 +166,17 @@ class ParameterServer {
   }
 
   void apply_gradient(int worker, int64_t version) {
-    for (const Tensor& buffer : gradient_) pg_.recv(buffer, worker, kGradientTag);
-    record_staleness(stats_.updates - version);
-    flat_.add_to_grads(gradient_, 1.0 / static_cast<double>(per_update_));
+    {
+      ObservedSpan span(observer_, detail::concat("gradient from rank ", worker), "push");
+      for (const Tensor& buffer : gradient_) pg_.recv(buffer, worker, kGradientTag);
+      record_staleness(stats_.updates - version);
+      flat_.add_to_grads(gradient_, 1.0 / static_cast<double>(per_update_));
+    }
     running_clocks_.erase(running_clocks_.find(clock_[worker]));
     running_clocks_.insert(++clock_[worker]);
     ++stats_.gradients_from[worker];
     if (++stats_.gradients % per_update_ == 0) {
+      ObservedSpan span(observer_, detail::concat("update to version ", stats_.updates + 1), "optimizer");
       optimizer_.step();
       optimizer_.zero_grad();
       ++stats_.updates;
@@ -201,6 +206,7 @@ class ParameterServer {
   }
 
   void reply(int worker) {
+    ObservedSpan span(observer_, detail::concat("parameters to rank ", worker), "pull");
     if (packed_version_ != stats_.updates) {
       flat_.pack_data(parameters_);
       packed_version_ = stats_.updates;
@@ -213,6 +219,7 @@ class ParameterServer {
   optim::Optimizer& optimizer_;
   ProcessGroup& pg_;
   const int64_t max_staleness_;
+  Observer* observer_;
   const int64_t per_update_;
   FlatParameters flat_;
   std::vector<Tensor> gradient_;    // the push being received
@@ -238,9 +245,10 @@ AsyncPSStats run_parameter_server(const std::shared_ptr<nn::Module>& model, opti
   return ParameterServer(model, optimizer, *pg, options).run();
 }
 
-AsyncWorker::AsyncWorker(std::shared_ptr<nn::Module> model, std::shared_ptr<ProcessGroup> pg)
+AsyncWorker::AsyncWorker(std::shared_ptr<nn::Module> model, std::shared_ptr<ProcessGroup> pg, Observer* observer)
     : model_(std::move(model)),
       pg_(std::move(pg)),
+      observer_(observer),
       flat_(std::make_unique<FlatParameters>(flat_parameters_of(*model_))),
       buffers_(flat_->make_buffers()) {
   RG_CHECK(pg_->rank() != kServer, "AsyncWorker: rank 0 is the parameter server; workers are ranks 1..",
@@ -252,11 +260,14 @@ AsyncWorker::~AsyncWorker() = default;
 
 void AsyncWorker::push() {
   check_active("push");
-  flat_->pack_grads(buffers_);
-  request(kPush);
-  for (const Tensor& buffer : buffers_) pg_->send(buffer, kServer, kGradientTag);
-  ++pushes_;
-  model_->zero_grad();
+  {
+    ObservedSpan span(observer_, "push gradient", "push");
+    flat_->pack_grads(buffers_);
+    request(kPush);
+    for (const Tensor& buffer : buffers_) pg_->send(buffer, kServer, kGradientTag);
+    ++pushes_;
+    model_->zero_grad();
+  }
   receive_parameters();
 }
 
@@ -277,6 +288,7 @@ void AsyncWorker::request(int64_t kind) {
 }
 
 void AsyncWorker::receive_parameters() {
+  ObservedSpan span(observer_, "pull parameters", "pull");  // under a staleness bound, mostly waiting
   Tensor version = Tensor::zeros({1}, DType::int64);
   pg_->recv(version, kServer, kReplyTag);
   for (const Tensor& buffer : buffers_) pg_->recv(buffer, kServer, kParameterTag);

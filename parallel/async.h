@@ -56,9 +56,17 @@ namespace rg::parallel {
 // wait is bounded by the group's timeout: a worker that sends nothing for that long fails
 // the server with an error naming it, as a dead rank fails any op, and a worker that the
 // staleness bound holds back for that long fails waiting for its reply.
+//
+// Observing (parallel/observer.h; e.g. a TraceObserver, for a per-rank timeline). The server
+// reports a span for each gradient it takes in ("gradient from rank 2", category "push"),
+// each optimizer step ("update to version 7", "optimizer") and each reply ("parameters to
+// rank 2", "pull"); a worker, for sending its gradient ("push gradient", "push") and for
+// waiting for and loading the parameters ("pull parameters", "pull": the staleness bound's
+// hold shows here). The server's wait for the next request is no span: its idle time.
 struct AsyncPSOptions {
   int64_t max_staleness = -1;        // s; < 0: unbounded
   int64_t gradients_per_update = 0;  // k; 0: the number of workers
+  Observer* observer = nullptr;      // told of the server's spans; must outlive the run
 };
 
 struct AsyncPSStats {
@@ -93,7 +101,8 @@ class FlatParameters;  // parallel/flat_parameters.h: a model's parameters as on
 //   worker.finish();
 class AsyncWorker {
  public:
-  AsyncWorker(std::shared_ptr<nn::Module> model, std::shared_ptr<ProcessGroup> pg);
+  // `observer` (may be null; must outlive the worker) is told of its push and pull spans.
+  AsyncWorker(std::shared_ptr<nn::Module> model, std::shared_ptr<ProcessGroup> pg, Observer* observer = nullptr);
   ~AsyncWorker();
   AsyncWorker(const AsyncWorker&) = delete;
   AsyncWorker& operator=(const AsyncWorker&) = delete;
@@ -116,6 +125,7 @@ class AsyncWorker {
 
   std::shared_ptr<nn::Module> model_;
   std::shared_ptr<ProcessGroup> pg_;
+  Observer* observer_;
   std::unique_ptr<FlatParameters> flat_;
   std::vector<Tensor> buffers_;  // one per dtype: the gradients out, then the parameters in
   int64_t version_ = 0;

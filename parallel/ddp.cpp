@@ -69,7 +69,12 @@ void DistributedDataParallel::gradient_ready(size_t index) {
            "Each backward needs its own forward)");
   if (!backward_started_) {
     backward_started_ = true;
-    pg_->agree(++synchronised_steps_, layout_);
+    {
+      // A collective: a rank that gets here first waits for the slowest, so a straggler's
+      // delay shows on the others as this span.
+      ObservedSpan waiting(reducer_->observer(), "wait for every rank (step agreement)", "agree");
+      pg_->agree(++synchronised_steps_, layout_);
+    }
     for (size_t unused : std::exchange(unused_, {})) gradient_ready(unused);  // found at forward
   }
   ready_[index] = true;

@@ -35,7 +35,9 @@ struct DDPOptions {
   // each rank keeps its own initial values: the replicas start different and stay
   // different (claim C03 shows the drift).
   bool init_sync = true;
-  // Told of every bucket launch and wait (e.g. a TraceObserver); must outlive the wrapper.
+  // Told of every bucket launch and wait, and of each backward's wait for every rank to
+  // reach it (the step agreement, category "agree": where fast ranks wait for a straggler;
+  // e.g. a TraceObserver); must outlive the wrapper.
   Observer* observer = nullptr;
 };
 

@@ -72,6 +72,7 @@ class Reducer {
   void set_comm_hook(CommHook hook) { hook_ = std::move(hook); }
   const CommHook& comm_hook() const { return hook_; }
   void set_observer(Observer* observer) { observer_ = observer; }
+  Observer* observer() const { return observer_; }
 
  protected:
   Reducer(std::vector<NamedParameter> parameters, std::shared_ptr<ProcessGroup> pg, CommHook hook)

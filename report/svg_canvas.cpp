@@ -96,13 +96,15 @@ void draw_no_data(Svg& svg, const Frame& frame) {
            " fill=\"#888\" font-style=\"italic\"");
 }
 
-void draw_legend(Svg& svg, double x, double top, const std::vector<std::string>& names, bool as_lines) {
+void draw_legend(Svg& svg, double x, double top, const std::vector<std::string>& names, bool as_lines,
+                 const std::vector<std::size_t>& colours) {
   for (std::size_t i = 0; i < names.size(); ++i) {
     const double y = top + 8 + 20 * static_cast<double>(i);
+    const char* fill = colour(colours.empty() ? i : colours[i]);
     if (as_lines) {
-      svg.line(x, y, x + 22, y, colour(i), 3);
+      svg.line(x, y, x + 22, y, fill, 3);
     } else {
-      svg.rect(x + 4, y - 6, 14, 12, colour(i));
+      svg.rect(x + 4, y - 6, 14, 12, fill);
       svg.end_rect("");
     }
     svg.text(x + 30, y + 4, names[i]);

@@ -129,7 +129,9 @@ void draw_y_axis(Svg& svg, const Frame& frame, const Axis& axis, const std::stri
 void draw_x_axis(Svg& svg, const Frame& frame, const Axis& axis, const std::string& label);
 void draw_frame(Svg& svg, const Frame& frame);
 void draw_no_data(Svg& svg, const Frame& frame);
-// Colour swatches (lines or boxes) and names in a column, top-aligned with the plot.
-void draw_legend(Svg& svg, double x, double top, const std::vector<std::string>& names, bool as_lines);
+// Colour swatches (lines or boxes) and names in a column, top-aligned with the plot. Name i
+// gets colour(colours[i]); without colours, colour(i).
+void draw_legend(Svg& svg, double x, double top, const std::vector<std::string>& names, bool as_lines,
+                 const std::vector<std::size_t>& colours = {});
 
 }  // namespace rg::report::detail

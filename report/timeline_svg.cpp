@@ -16,6 +16,10 @@ using namespace detail;
 namespace {
 
 constexpr double kRowHeight = 18, kLanePad = 6;
+// Events that abut (one ends as the next starts) share a row, although start + duration in
+// floating point can land a hair past the next start (25.602 + 0.266 > 25.868). 1 ns: far
+// below a trace's 1 us resolution, so events that really overlap still stack.
+constexpr double kAbuttingMs = 1e-6;
 
 bool drawable(const TimelineEvent& e) {
   return std::isfinite(e.start_ms) && std::isfinite(e.duration_ms) && e.duration_ms >= 0;
@@ -35,7 +39,8 @@ void pack_rows(Lane& lane, std::vector<const TimelineEvent*> events) {
   std::stable_sort(events.begin(), events.end(), [](auto* a, auto* b) { return a->start_ms < b->start_ms; });
   std::vector<double> row_end;
   for (const TimelineEvent* e : events) {
-    auto free = std::find_if(row_end.begin(), row_end.end(), [&](double end) { return end <= e->start_ms; });
+    auto free =
+        std::find_if(row_end.begin(), row_end.end(), [&](double end) { return end <= e->start_ms + kAbuttingMs; });
     if (free == row_end.end()) free = row_end.insert(row_end.end(), 0.0);
     *free = e->start_ms + e->duration_ms;
     lane.events.emplace_back(e, static_cast<int>(free - row_end.begin()));
@@ -68,12 +73,13 @@ void draw_lane_background(Svg& svg, const Frame& frame, const Lane& lane, bool s
   svg.text(frame.left - 8, lane.top + lane.height() / 2 + 4, lane.name, "end");
 }
 
+// An event's colour is its category's position in `palette`.
 void draw_lane_events(Svg& svg, const Frame& frame, const Axis& axis, const Lane& lane,
-                      const std::vector<std::string>& categories) {
+                      const std::vector<std::string>& palette) {
   for (const auto& [e, row] : lane.events) {
     const double x0 = frame.x(axis.at(e->start_ms)), x1 = frame.x(axis.at(e->start_ms + e->duration_ms));
     const double y = lane.top + kLanePad / 2 + row * kRowHeight;
-    const auto category = std::find(categories.begin(), categories.end(), e->category) - categories.begin();
+    const auto category = std::find(palette.begin(), palette.end(), e->category) - palette.begin();
     // Sub-pixel events stay visible as hairlines.
     svg.rect(x0, y + 1, std::max(x1 - x0, 0.75), kRowHeight - 2, colour(static_cast<std::size_t>(category)));
     std::ostringstream tip;
@@ -99,15 +105,32 @@ Timeline& Timeline::set_lane_name(int lane, std::string name) {
   return *this;
 }
 
+Timeline& Timeline::set_category_order(std::vector<std::string> categories) {
+  category_order_ = std::move(categories);
+  return *this;
+}
+
 std::string Timeline::str() const {
-  std::vector<std::string> categories;
+  std::vector<std::string> palette = category_order_;  // a category's colour: its position here
+  std::vector<bool> drawn(palette.size(), false);
   double lo = INFINITY, hi = -INFINITY;
   for (const auto& e : events_) {
     if (!drawable(e)) continue;
-    if (std::find(categories.begin(), categories.end(), e.category) == categories.end())
-      categories.push_back(e.category);
+    const auto at = std::find(palette.begin(), palette.end(), e.category) - palette.begin();
+    if (at == static_cast<std::ptrdiff_t>(palette.size())) {
+      palette.push_back(e.category);
+      drawn.push_back(false);
+    }
+    drawn[static_cast<std::size_t>(at)] = true;
     lo = std::min(lo, e.start_ms);
     hi = std::max(hi, e.start_ms + e.duration_ms);
+  }
+  std::vector<std::string> categories;  // the legend: the drawn ones, in palette order
+  std::vector<std::size_t> colours;
+  for (std::size_t i = 0; i < palette.size(); ++i) {
+    if (!drawn[i]) continue;
+    categories.push_back(palette[i]);
+    colours.push_back(i);
   }
   auto lanes = layout_lanes(events_, lane_names_);
   double lanes_height = 0, label_width = 0;
@@ -123,7 +146,7 @@ std::string Timeline::str() const {
   const Frame frame{16 + label_width, top, right, top + lanes_height};
   Svg svg(width, frame.bottom + kAxisRoom);
   draw_title(svg, options_, width);
-  draw_legend(svg, right + 12, top, categories, false);
+  draw_legend(svg, right + 12, top, categories, false, colours);
   if (categories.empty()) {
     draw_no_data(svg, frame);
     return svg.finish();
@@ -138,7 +161,7 @@ std::string Timeline::str() const {
   }
   const Axis axis = make_axis(lo, hi, Scale::Linear);
   draw_x_axis(svg, frame, axis, options_.x_label);
-  for (const auto& [number, lane] : lanes) draw_lane_events(svg, frame, axis, lane, categories);
+  for (const auto& [number, lane] : lanes) draw_lane_events(svg, frame, axis, lane, palette);
   draw_frame(svg, frame);
   return svg.finish();
 }

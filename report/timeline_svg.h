@@ -25,12 +25,17 @@ class Timeline : public SvgChart {
   explicit Timeline(ChartOptions options = {});
   Timeline& add_event(TimelineEvent event);
   Timeline& set_lane_name(int lane, std::string name);
+  // Categories take the palette's colours by their position in `categories`, then the
+  // others by first appearance: timelines given one list colour a category alike (the
+  // legend still lists only the categories drawn).
+  Timeline& set_category_order(std::vector<std::string> categories);
   std::string str() const override;
 
  private:
   ChartOptions options_;
   std::vector<TimelineEvent> events_;
   std::vector<std::pair<int, std::string>> lane_names_;
+  std::vector<std::string> category_order_;
 };
 
 }  // namespace rg::report

@@ -4,7 +4,9 @@
 // straggler (it sleeps before every step); the same MLP trains on Fashion-MNIST under
 // synchronous DDP and under the asynchronous parameter server (unbounded, and with a staleness
 // bound: SSP), and in a roller-coaster setting (one update per gradient at a high lr), beside
-// its control: the same updates in one process, where no gradient is stale.
+// its control: the same updates in one process, where no gradient is stale. Per-rank
+// timelines show who waits: sync's fast ranks for the straggler at every step, async's workers
+// only for their turn at the server.
 // Usage: chapter_10_sync_vs_async [--quick] [--workers 5 | under mpirun -n N] [--no-straggler]
 //        [--straggler-ms 20] [--lr 0.01] [--coaster-lr 0.05]
 #include <algorithm>
@@ -23,6 +25,7 @@
 #include "chapters/common/curves.h"
 #include "chapters/common/machine.h"
 #include "chapters/common/training.h"
+#include "parallel/gather_trace.h"
 #include "ringgrad.h"
 
 using namespace rg;
@@ -40,6 +43,7 @@ constexpr size_t kFinalPoints = 5;     // its last sixth: the final loss
 constexpr double kFaster = 1.5;        // verdict: async's throughput at least 1.5x sync's
 constexpr double kSwingFactor = 3;     // verdict: the roller coaster swings >= 3x sync and the control
 constexpr double kConverged = 1.5;     // verdict: the fine async run ends at most 1.5x sync's final loss
+constexpr int64_t kTracedSteps = 3;    // sync steps 1..3 are drawn (step 0 warms up), async over the same ms
 
 struct Settings {  // what --quick shortens
   int64_t train_images;
@@ -62,6 +66,7 @@ struct Mode {
   int64_t gradients_per_update = 0;  // async: k (0: one from each worker on average)
   int64_t max_staleness = -1;        // async: the SSP bound s; < 0 unbounded
   double lr = 0;
+  bool traced = false;               // sync: steps 1..kTracedSteps; async: the whole run
 };
 
 // One gradient's loss: its minibatch's loss (clipped at kClip: NaN and 1e30 alike mean
@@ -82,6 +87,7 @@ struct RunResult {
   int64_t gradients = 0, updates = 0;
   std::vector<int64_t> staleness;  // histogram; sync: every gradient is fresh
   std::vector<LossRecord> losses;  // every worker's, gathered on rank 0
+  std::vector<report::TraceEvent> trace = {};  // traced runs, on rank 0: every rank's events (us from the run's start)
   double samples_per_s() const { return static_cast<double>(gradients * kBatch) / seconds; }
 };
 
@@ -110,6 +116,22 @@ class BatchStream {
 };
 
 using Clock = std::chrono::steady_clock;
+
+// One rank's trace of a run: what the rank does (its recorder, times from the run's start)
+// and what the library reports doing (the observer, writing into it). Handed out only
+// while tracing; null otherwise, which every recording call takes as "do nothing".
+class RankTrace {
+ public:
+  RankTrace(int rank, Clock::time_point start) : recorder_(rank, start), observer_(&recorder_) {}
+  report::TraceRecorder* recorder(bool on) { return on ? &recorder_ : nullptr; }
+  parallel::Observer* observer(bool on) { return on ? &observer_ : nullptr; }
+  std::vector<report::TraceEvent> events() const { return recorder_.events(); }
+
+ private:
+  report::TraceRecorder recorder_;
+  parallel::TraceObserver observer_;
+};
+
 double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
 // The straggler sleeps before each of its steps; everyone else gets none.
@@ -143,37 +165,61 @@ RunResult run_sync(const std::shared_ptr<ProcessGroup>& pg, const data::Dataset&
   std::vector<LossRecord> mine;
   pg->barrier();
   const auto start = Clock::now();
+  RankTrace trace(pg->rank(), start);
   for (int64_t step = 0; step < s.sync_steps; ++step) {
-    if (delay) delay->maybe_sleep();
+    const bool traced = mode.traced && step >= 1 && step <= kTracedSteps;
+    pg->set_observer(trace.observer(traced));  // the all-reduce, as the group runs it
+    ddp.set_observer(trace.observer(traced));  // DDP's waits: for every rank to arrive, for the all-reduce
+    report::TraceRecorder* recorder = trace.recorder(traced);
+    if (delay) delay->maybe_sleep(trace.observer(traced));
     const data::Batch batch = batches.next();
     opt.zero_grad();
-    Variable loss = cross_entropy(ddp(batch.x), batch.y);
-    loss.backward();  // the all-reduce inside waits for every rank: the straggler sets the pace
-    opt.step();       // exact: the average of this step's N fresh gradients
+    Variable loss = [&] {
+      report::TraceRecorder::Scope scope(recorder, "forward", "forward");
+      return cross_entropy(ddp(batch.x), batch.y);
+    }();
+    {
+      report::TraceRecorder::Scope scope(recorder, "backward", "backward");
+      loss.backward();  // the all-reduce inside waits for every rank: the straggler sets the pace
+    }
+    {
+      report::TraceRecorder::Scope scope(recorder, "optimizer step", "optimizer");
+      opt.step();  // exact: the average of this step's N fresh gradients
+    }
     mine.push_back(record(step * pg->size() * kBatch, loss));
   }
+  pg->set_observer(nullptr);
+  ddp.set_observer(nullptr);
   pg->barrier();
   RunResult result{mode, pg->size(), seconds_since(start), s.sync_steps * pg->size(), s.sync_steps, {}, {}};
   result.staleness = {result.gradients};
   result.losses = gather_losses(*pg, mine);
+  if (mode.traced) result.trace = parallel::gather_trace(*pg, trace.events());
   return result;
 }
 
 // A worker of the parameter server: computes a gradient on the parameters it holds, pushes it
 // and gets the server's newest parameters back, at its own pace, until the server's version
-// reaches `last_version`.
+// reaches `last_version`. Its steps are traced into `recorder` and `observer` when they are set.
 std::vector<LossRecord> work(const std::shared_ptr<ProcessGroup>& pg, const data::Dataset& set, const Settings& s,
-                             int64_t k, int64_t last_version, std::optional<parallel::StragglerDelay> delay) {
+                             int64_t k, int64_t last_version, std::optional<parallel::StragglerDelay> delay,
+                             report::TraceRecorder* recorder, parallel::Observer* observer) {
   auto model = chapters::seeded_model("mlp", data::image_shape(set), kModelSeed);
-  parallel::AsyncWorker worker(model, pg);  // pulls the server's parameters
+  parallel::AsyncWorker worker(model, pg, observer);  // pulls the server's parameters
   BatchStream batches(set, s.train_images, pg->rank() - 1, pg->size() - 1);
   std::vector<LossRecord> mine;
   while (worker.version() < last_version) {
-    if (delay) delay->maybe_sleep();
+    if (delay) delay->maybe_sleep(observer);
     const data::Batch batch = batches.next();
-    Variable loss = cross_entropy((*model)(batch.x), batch.y);
+    Variable loss = [&] {
+      report::TraceRecorder::Scope scope(recorder, "forward", "forward");
+      return cross_entropy((*model)(batch.x), batch.y);
+    }();
     mine.push_back(record(worker.version() * k * kBatch, loss));
-    loss.backward();
+    {
+      report::TraceRecorder::Scope scope(recorder, "backward", "backward");
+      loss.backward();
+    }
     worker.push();  // no waiting for the others (unless the staleness bound says so)
   }
   worker.finish();
@@ -191,19 +237,23 @@ RunResult run_async(const std::shared_ptr<ProcessGroup>& pg, const data::Dataset
   std::vector<LossRecord> mine;
   pg->barrier();
   const auto start = Clock::now();
+  RankTrace trace(pg->rank(), start);
   if (pg->rank() == 0) {
     auto model = chapters::seeded_model("mlp", data::image_shape(set), kModelSeed);
     optim::SGD opt(model->parameters(), {.lr = mode.lr, .momentum = kMomentum});
-    const parallel::AsyncPSOptions options{.max_staleness = mode.max_staleness, .gradients_per_update = k};
+    const parallel::AsyncPSOptions options{
+        .max_staleness = mode.max_staleness, .gradients_per_update = k, .observer = trace.observer(mode.traced)};
     const parallel::AsyncPSStats stats = parallel::run_parameter_server(model, opt, pg, options);
     result.seconds = seconds_since(start);
     result.gradients = stats.gradients;
     result.updates = stats.updates;
     result.staleness = stats.staleness_histogram;
   } else {
-    mine = work(pg, set, s, k, last_version, delay_for(pg->rank(), straggler));
+    mine = work(pg, set, s, k, last_version, delay_for(pg->rank(), straggler), trace.recorder(mode.traced),
+                trace.observer(mode.traced));
   }
   result.losses = gather_losses(*pg, mine);
+  if (mode.traced) result.trace = parallel::gather_trace(*pg, trace.events());
   return result;
 }
 
@@ -335,10 +385,95 @@ void save_pictures(const std::vector<RunResult>& runs, const std::filesystem::pa
   staleness.save(out / "staleness.svg");
 }
 
+// ---- the timelines ----
+
+// A stretch of a run, in us from its start.
+struct Window {
+  int64_t start_us = 0, end_us = 0;
+  double ms() const { return static_cast<double>(end_us - start_us) / 1000; }
+};
+
+// The stretch sync's traced steps took.
+Window traced_window(const std::vector<report::TraceEvent>& events) {
+  Window w{std::numeric_limits<int64_t>::max(), 0};
+  for (const report::TraceEvent& e : events) {
+    w.start_us = std::min(w.start_us, e.start_us);
+    w.end_us = std::max(w.end_us, e.start_us + e.duration_us);
+  }
+  return events.empty() ? Window{} : w;
+}
+
+// The events that start inside `window`: async's events over the ms that sync's traced steps took.
+std::vector<report::TraceEvent> inside(const std::vector<report::TraceEvent>& events, Window window) {
+  std::vector<report::TraceEvent> kept;
+  for (const report::TraceEvent& e : events)
+    if (e.start_us >= window.start_us && e.start_us < window.end_us) kept.push_back(e);
+  return kept;
+}
+
+// The share of `window` that ranks [first, last] spent, on average, in events of `categories`
+// (waits, one after the other on a rank's main thread: they do not overlap).
+double time_share(const std::vector<report::TraceEvent>& events, const std::vector<std::string>& categories,
+                  int first, int last, Window window) {
+  int64_t us = 0;
+  for (const report::TraceEvent& e : events)
+    if (std::count(categories.begin(), categories.end(), e.category) && e.rank >= first && e.rank <= last)
+      us += e.duration_us;
+  return static_cast<double>(us) / (static_cast<double>(window.end_us - window.start_us) * (last - first + 1));
+}
+
+int64_t count_events(const std::vector<report::TraceEvent>& events, const std::string& category, int rank) {
+  return std::count_if(events.begin(), events.end(),
+                       [&](const report::TraceEvent& e) { return e.category == category && e.rank == rank; });
+}
+
+// Both timelines colour a category alike: the straggler's sleep, compute, then sync's waits
+// (parallel/ddp.h), the parameter server's pushes and pulls (parallel/async.h), sync's all-reduces.
+const std::vector<std::string> kCategories{"straggler", "forward", "backward", "optimizer", "agree",
+                                           "wait",      "push",    "pull",     "comm",      "launch"};
+
+// Draws both timelines and prints what they show: how much of the traced steps sync's ranks
+// spent waiting for one another in DDP's backward (for every rank to arrive: "agree"; for the
+// all-reduce to end: "wait"), and what async's workers did in as many milliseconds.
+void save_timelines(const RunResult& sync, const RunResult& async, bool straggler, const std::filesystem::path& out) {
+  const int last = sync.workers - 1;  // the straggler's rank (when there is one)
+  const std::string last_name = "rank " + std::to_string(last) + (straggler ? " (straggler)" : "");
+  const Window window = traced_window(sync.trace);
+  const std::vector<report::TraceEvent> async_events = inside(async.trace, window);
+  const std::string steps = "steps 1-" + std::to_string(kTracedSteps);
+  report::to_timeline(sync.trace, {.title = "sync DDP, " + steps + ": one lane per rank"})
+      .set_category_order(kCategories)
+      .set_lane_name(last, last_name)
+      .save(out / "timeline_sync.svg");
+  report::to_timeline(async_events, {.title = "async parameter server, the same " + number(window.ms()) +
+                                              " ms of its run (" + number(window.start_us / 1000.0) + "-" +
+                                              number(window.end_us / 1000.0) + " ms)"})
+      .set_category_order(kCategories)
+      .set_lane_name(0, "rank 0 (server)")
+      .set_lane_name(last, last_name)
+      .save(out / "timeline_async.svg");
+
+  const auto percent = [&](const std::vector<report::TraceEvent>& events, const std::vector<std::string>& categories,
+                           int first, int final) {
+    return number(100 * time_share(events, categories, first, final, window));
+  };
+  const std::vector<std::string> waits{"agree", "wait"};
+  std::printf("timeline sync: %s took %s ms; ranks 0-%d waited for the other ranks %s%% of it, %s %s%%\n",
+              steps.c_str(), number(window.ms()).c_str(), last - 1, percent(sync.trace, waits, 0, last - 1).c_str(),
+              last_name.c_str(), percent(sync.trace, waits, last, last).c_str());
+  std::string pushes;
+  for (int rank = 1; rank <= last; ++rank)
+    pushes += (rank > 1 ? ", " : "") + std::to_string(count_events(async_events, "push", rank));
+  std::printf("timeline async (the same ms): gradients pushed by ranks 1-%d: %s; ranks 1-%d spent %s%% of it pushing "
+              "and pulling (in turn at the server, busy %s%%)\n",
+              last, pushes.c_str(), last - 1, percent(async_events, {"push", "pull"}, 1, last - 1).c_str(),
+              percent(async_events, {"push", "pull", "optimizer"}, 0, 0).c_str());
+}
+
 std::vector<Mode> modes(double lr, double coaster_lr) {
   const std::string coaster = "k=1, lr " + number(coaster_lr);
-  return {{"sync DDP", Update::synchronous, 0, -1, lr},
-          {"async", Update::asynchronous, 0, -1, lr},
+  return {{"sync DDP", Update::synchronous, 0, -1, lr, true},
+          {"async", Update::asynchronous, 0, -1, lr, true},
           {"SSP s=1", Update::asynchronous, 0, 1, lr},
           {"async, " + coaster, Update::asynchronous, 1, -1, coaster_lr},
           {"one worker, " + coaster, Update::one_worker, 1, -1, coaster_lr}};
@@ -380,7 +515,8 @@ int run(int argc, char** argv) {
   std::printf("\nload average %s, %d cores\n", chapters::load_average().c_str(), chapters::hardware_cores());
   print_table(runs);
   save_pictures(runs, flags.out);
-  std::printf("pictures: %s/{loss,throughput,staleness}.svg\n", flags.out.c_str());
+  save_timelines(runs[0], runs[1], !no_straggler, flags.out);
+  std::printf("pictures: %s/{loss,throughput,staleness,timeline_sync,timeline_async}.svg\n", flags.out.c_str());
 
   // The rule (README): confirmed when (1) the straggler costs sync its throughput: async
   // (unbounded) trains at least 1.5x as many samples per second; (2) the roller coaster: the

@@ -2,7 +2,8 @@
 // arrival order; the parameter server with staleness bound 0 trains exactly like one
 // process on the whole batch (the oracle of test_ddp.cpp); with a straggler it still
 // converges, records stale gradients and keeps them within the SSP bound; a silent worker
-// fails the server naming it; Hogwild! threads converge on one shared model.
+// fails the server naming it; server and workers report their spans to observers; Hogwild!
+// threads converge on one shared model.
 // The parallel.async.hogwild_* tests race on purpose (lock-free updates are the algorithm):
 // scripts/sanitize-check.sh leaves them out of ThreadSanitizer runs.
 #include <catch2/catch.hpp>
@@ -297,6 +298,74 @@ TEST_CASE("parallel.async.ps_rejects_a_different_model", "[parallel][async]") {
   });
   CHECK_THAT(error,
              Catch::Contains("worker rank 1's model has different parameters (dtypes or shapes) than the server's"));
+}
+
+namespace {
+
+// The spans one rank was told of, in the order they ended.
+struct SpanLog : Observer {
+  struct Span {
+    std::string name, category;
+    Clock::time_point start, end;
+  };
+  std::vector<Span> spans;
+  void span(const std::string& name, const std::string& category, Clock::time_point start,
+            Clock::time_point end) override {
+    spans.push_back({name, category, start, end});
+  }
+  std::vector<std::string> names(const std::string& category) const {
+    std::vector<std::string> out;
+    for (const Span& s : spans)
+      if (s.category == category) out.push_back(s.name);
+    return out;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("parallel.async.ps_reports_its_spans_to_observers", "[parallel][async]") {
+  // 2 workers, 3 pushes each, one update per 2 gradients: the server takes in 6 gradients,
+  // makes 3 updates and sends 8 replies (each worker's first pull and its 3 pushes).
+  constexpr int kWorkers = 2, kPushes = 3;
+  std::vector<SpanLog> logs(kWorkers + 1);
+  auto server_model = make_sequential(DType::float32, 7);
+  auto batch = make_batches(1, kLocalBatch, DType::float32)[0];
+  run_local_world(kWorkers + 1, [&](std::shared_ptr<ProcessGroup> pg) {
+    SpanLog& log = logs[pg->rank()];
+    if (pg->rank() == 0) {
+      auto opt = make_sgd(*server_model);
+      run_parameter_server(server_model, opt, pg, {.observer = &log});
+      return;
+    }
+    auto model = make_sequential(DType::float32, 7);
+    AsyncWorker worker(model, pg, &log);
+    for (int p = 0; p < kPushes; ++p) {
+      cross_entropy((*model)(batch.x), batch.y).backward();
+      worker.push();
+    }
+    worker.finish();
+  });
+  const SpanLog& server = logs[0];
+  std::vector<std::string> gradients = server.names("push");
+  CHECK(std::count(gradients.begin(), gradients.end(), "gradient from rank 1") == kPushes);
+  CHECK(std::count(gradients.begin(), gradients.end(), "gradient from rank 2") == kPushes);
+  CHECK(gradients.size() == kWorkers * kPushes);
+  CHECK(server.names("optimizer") ==
+        std::vector<std::string>{"update to version 1", "update to version 2", "update to version 3"});
+  std::vector<std::string> replies = server.names("pull");
+  CHECK(std::count(replies.begin(), replies.end(), "parameters to rank 1") == kPushes + 1);
+  CHECK(std::count(replies.begin(), replies.end(), "parameters to rank 2") == kPushes + 1);
+  for (int rank = 1; rank <= kWorkers; ++rank) {
+    INFO("worker rank " << rank);
+    // A worker pulls, then pushes and pulls again, one after the other.
+    std::vector<std::string> sequence;
+    for (const SpanLog::Span& s : logs[rank].spans) sequence.push_back(s.category);
+    CHECK(sequence == std::vector<std::string>{"pull", "push", "pull", "push", "pull", "push", "pull"});
+    for (size_t i = 0; i < logs[rank].spans.size(); ++i) {
+      CHECK(logs[rank].spans[i].start <= logs[rank].spans[i].end);
+      if (i > 0) CHECK(logs[rank].spans[i - 1].end <= logs[rank].spans[i].start);
+    }
+  }
 }
 
 TEST_CASE("parallel.async.shared_replica_shares_data_not_gradients", "[parallel][async]") {

@@ -1,11 +1,13 @@
 // parallel.ddp.*: DistributedDataParallel on the local world. The oracle: N ranks with
 // local batch b train exactly like one process with batch N*b on the same samples, for
-// every all-reduce algorithm; plus buckets, overlap, no_sync, unused parameters and the
-// structure and consistency checks.
+// every all-reduce algorithm; plus buckets, overlap (and the traces that show it, waits
+// included), no_sync, unused parameters and the structure and consistency checks.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <chrono>
 #include <mutex>
+#include <thread>
 
 #include "oracle.h"
 #include "parallel/ddp.h"
@@ -487,6 +489,33 @@ TEST_CASE("parallel.ddp.trace_shows_communication_inside_backward", "[parallel][
   CHECK(comm.tid != backward.tid);  // the communication thread
   CHECK(wait.start_us + wait.duration_us <= backward.start_us + backward.duration_us);
   CHECK(std::count_if(events.begin(), events.end(), [](auto& e) { return e.category == "launch"; }) == 2);
+}
+
+// A straggler's delay shows on the punctual rank as DDP's step agreement: rank 1 sleeps
+// before its backward, rank 0's backward waits for it in an "agree" span, before any bucket
+// leaves.
+TEST_CASE("parallel.ddp.trace_shows_the_wait_for_a_late_rank", "[parallel][ddp]") {
+  constexpr auto kLate = std::chrono::milliseconds(60);
+  std::vector<std::shared_ptr<Mlp>> replicas = {make_mlp(DType::float32), make_mlp(DType::float32)};
+  auto batch = make_batches(1, 2 * kLocalBatch, DType::float32)[0];
+  std::vector<report::TraceEvent> events;
+  run_local_world(2, [&](std::shared_ptr<ProcessGroup> pg) {
+    report::TraceRecorder trace(pg->rank());
+    TraceObserver observer(&trace);
+    DistributedDataParallel ddp(replicas[pg->rank()], pg, {.observer = &observer});
+    Batch mine = batch.rows(pg->rank() * kLocalBatch, kLocalBatch);
+    Variable loss = cross_entropy(ddp(mine.x), mine.y);
+    if (pg->rank() == 1) std::this_thread::sleep_for(kLate);
+    loss.backward();
+    if (pg->rank() == 0) events = trace.events();
+  });
+  const auto agree = std::find_if(events.begin(), events.end(), [](auto& e) { return e.category == "agree"; });
+  const auto launch = std::find_if(events.begin(), events.end(), [](auto& e) { return e.category == "launch"; });
+  REQUIRE((agree != events.end() && launch != events.end()));
+  CHECK(agree->name == "wait for every rank (step agreement)");
+  CHECK(agree->duration_us >= 0.8 * std::chrono::duration_cast<std::chrono::microseconds>(kLate).count());
+  CHECK(agree->start_us + agree->duration_us <= launch->start_us);
+  CHECK(std::count_if(events.begin(), events.end(), [](auto& e) { return e.category == "agree"; }) == 1);
 }
 
 // Rank 0 gets rank 1's all-reduces with their byte counts (what the flow picture shows).

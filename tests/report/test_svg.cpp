@@ -5,6 +5,7 @@
 #include <cctype>
 #include <cmath>
 #include <random>
+#include <regex>
 
 #include "report/grid_svg.h"
 #include "report/svg.h"
@@ -30,6 +31,13 @@ void check_svg(const std::string& svg) {
   CHECK_THAT(svg, Contains("viewBox=\"0 0 "));
   CHECK(lower(svg).find("nan") == std::string::npos);
   CHECK(lower(svg).find("inf") == std::string::npos);
+}
+
+// The fill of the first event box whose tooltip names `category`.
+std::string fill_of(const std::string& svg, const std::string& category) {
+  std::smatch match;
+  const std::regex box("fill=\"(#[0-9a-f]+)\"><title>[^<]*\\[" + category + "\\]");
+  return std::regex_search(svg, match, box) ? match[1].str() : "";
 }
 
 std::size_t occurrences(const std::string& text, const std::string& part) {
@@ -174,6 +182,45 @@ TEST_CASE("report.svg_timeline_lanes", "[report]") {
   for (const char* lane : {">rank 0<", ">rank 1<", ">rank 2 (slow)<"}) CHECK_THAT(svg, Contains(lane));
   CHECK(svg.find(">rank 3<") == std::string::npos);
   for (const char* label : {">compute<", ">backward<", ">comm<", ">time (ms)<"}) CHECK_THAT(svg, Contains(label));
+}
+
+TEST_CASE("report.svg_timeline_category_order_colours_alike", "[report]") {
+  // Two timelines with the shared order: "compute" is the second colour in both, though
+  // only the second has "sleep"; each legend lists only what it draws.
+  const std::vector<std::string> order{"sleep", "compute"};
+  Timeline first, second;
+  first.set_category_order(order).add_event({"comm", "comm", 0, 0, 1}).add_event({"fwd", "compute", 0, 1, 2});
+  second.set_category_order(order).add_event({"zzz", "sleep", 0, 0, 5}).add_event({"fwd", "compute", 0, 5, 2});
+  const std::string a = first.str(), b = second.str();
+  check_svg(a);
+  check_svg(b);
+  REQUIRE(!fill_of(a, "compute").empty());
+  CHECK(fill_of(a, "compute") == fill_of(b, "compute"));
+  CHECK(fill_of(b, "sleep") != fill_of(b, "compute"));
+  CHECK(fill_of(a, "comm") != fill_of(a, "compute"));  // a category outside the order follows it
+  CHECK(a.find(">sleep<") == std::string::npos);
+  CHECK_THAT(b, Contains(">sleep<"));
+  // Without an order, colours follow first appearance: "comm" first, then "compute".
+  Timeline plain;
+  plain.add_event({"comm", "comm", 0, 0, 1}).add_event({"fwd", "compute", 0, 1, 2});
+  CHECK(fill_of(plain.str(), "comm") == fill_of(b, "sleep"));
+}
+
+TEST_CASE("report.svg_timeline_abutting_events_share_a_row", "[report]") {
+  // 25.602 + 0.266 is a hair above 25.868 in floating point: "push" still goes on backward's
+  // row; an event that really overlaps stacks onto a second row.
+  const auto row_of_push = [](double push_start) {
+    Timeline timeline;
+    timeline.add_event({"backward", "backward", 0, 25.602, 0.266}).add_event({"push", "push", 0, push_start, 2.0});
+    const std::string svg = timeline.str();
+    std::smatch backward, push;
+    REQUIRE(std::regex_search(svg, backward, std::regex("y=\"([0-9.]+)\"[^>]*><title>backward ")));
+    REQUIRE(std::regex_search(svg, push, std::regex("y=\"([0-9.]+)\"[^>]*><title>push ")));
+    return std::stod(push[1].str()) - std::stod(backward[1].str());
+  };
+  REQUIRE(25.602 + 0.266 > 25.868);
+  CHECK(row_of_push(25.868) == 0);
+  CHECK(row_of_push(25.867) > 0);
 }
 
 TEST_CASE("report.svg_grid_panels", "[report]") {
