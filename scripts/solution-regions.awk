@@ -7,7 +7,9 @@
 #       REFERENCE with each labN region replaced by FILE's region of that name (a stub where
 #       FILE lacks it: pass /dev/null for "no file"); "#line" directives keep
 #       the compiler's line numbers those of the file they come from. Lists on stderr, one per
-#       line, "missing NAME" for each region it had to stub.
+#       line, "missing NAME" for each region it had to stub; with -v missing=keep, a region
+#       FILE lacks keeps REFERENCE's text instead (how scripts/labs-check.sh completes a
+#       wrong solution that holds only the regions it changes).
 # A stub keeps the marker lines and the signature (every line up to and including the first
 # one that ends in "{") and throws rg::NotImplemented("labN.name") at the signature's indent.
 # Fails on a region that is not closed, is nested, has no body or a malformed name.
@@ -72,7 +74,7 @@ is_begin($0) {
   begin_region()
   if (mode != "lines") print
   taken = mode == "splice" && name ~ "^lab" lab "\\." && (name in submitted)
-  stubbed = mode == "stub" || (mode == "splice" && name ~ "^lab" lab "\\." && !taken)
+  stubbed = mode == "stub" || (mode == "splice" && name ~ "^lab" lab "\\." && !taken && missing != "keep")
   if (taken) {
     printf "#line %d \"%s\"\n%s", first_line[name], path, submitted[name]
     in_signature = 0
