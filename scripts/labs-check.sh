@@ -8,11 +8,13 @@
 #   3. scripts/make-student-release writes a release (its own scan: no solution text leaks),
 #      which configures, builds only the lab targets, and grades itself to 0 with every test
 #      failing on a not-implemented message; graded as a submission here, the same.
-# All gradings of this tree share one copy and one build folder (--work, default build-labs-check/).
+# All gradings of this tree share one copy and one build folder (in --work, default
+# $TMPDIR/ringgrad-labs-check).
 # Usage: scripts/labs-check.sh [--work DIR] [--only NAME]   (NAME: one wrong solution, no release)
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
-work=$repo/build-labs-check only=""
+# Outside the tree: the release must be (make-student-release refuses an OUTDIR inside it).
+work=${TMPDIR:-/tmp}/ringgrad-labs-check only=""
 while [[ $# -gt 0 ]]; do
   case $1 in
     --work) work=$(realpath -m "$2"); shift 2 ;;
@@ -55,9 +57,13 @@ check_wrong_solution() {
   local name=$1 lab scope=()
   lab=$(sed -nE 's/^lab([0-9]+)_.*/\1/p' <<< "$name")
   [[ -n $lab ]] || { problem "labs/wrong/$name: the name must start with labN_"; return; }
+  if ! compgen -G "$repo/labs/tests/test_lab${lab}_*.cpp" > /dev/null; then
+    echo "== labs-check: labs/wrong/$name skipped: lab $lab has no tests yet"
+    return
+  fi
   local expected
   expected=$(listed_failures "$name")
-  [[ -n $expected ]] || { problem "labs/README.md lists no failing tests for labs/wrong/$name"; return; }
+  [[ -n $expected ]] || problem "labs/README.md lists no failing tests for labs/wrong/$name"
   complete_wrong_solution "$repo/labs/wrong/$name" "$lab" "$work/submissions/$name"
   # The hanging one is graded with every lab: the grade must finish and cost only its lab.
   # (Its collectives give up after --timeout / 6 s: a quarter minute per test, not a minute.)

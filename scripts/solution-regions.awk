@@ -10,8 +10,9 @@
 #       line, "missing NAME" for each region it had to stub; with -v missing=keep, a region
 #       FILE lacks keeps REFERENCE's text instead (how scripts/labs-check.sh completes a
 #       wrong solution that holds only the regions it changes).
-# A stub keeps the marker lines and the signature (every line up to and including the first
-# one that ends in "{") and throws rg::NotImplemented("labN.name") at the signature's indent.
+# A stub keeps the marker lines and the region's top level: each function's signature (up to
+# the line that opens its body, which must end in "{") and the comments between functions;
+# each body becomes a throw of rg::NotImplemented("labN.name"), at the markers' indent.
 # Fails on a region that is not closed, is nested, has no body or a malformed name.
 
 function fail(msg) {
@@ -34,20 +35,34 @@ function region_name(line,    name) {
 function is_begin(line) { return line ~ /^[ \t]*\/\/ BEGIN SOLUTION / }
 function is_end(line) { return line ~ /^[ \t]*\/\/ END SOLUTION/ }
 function opens_body(line) { return line ~ /\{[ \t\r]*$/ }
-function stub_end() { printf "%s  throw rg::NotImplemented(\"%s\");\n%s}\n", indent, name, indent }
+# "{" minus "}" on a line, leaving out string and character literals and // comments.
+function net_braces(line,    opens, closes) {
+  gsub(/"([^"\\]|\\.)*"/, "", line)
+  gsub(/'([^'\\]|\\.)*'/, "", line)
+  sub(/\/\/.*/, "", line)
+  opens = gsub(/\{/, "{", line)
+  closes = gsub(/\}/, "}", line)
+  return opens - closes
+}
+function print_solution_line(line) {
+  gsub(/^[ \t]+|[ \t\r]+$/, "", line)
+  if (length(line) >= 12) print line
+}
 
 # A region's opening and closing, the same checks in every mode.
 function begin_region() {
   if (in_region) fail("nested BEGIN SOLUTION")
   in_region = 1
-  in_signature = 1
+  depth = 0
+  bodies = 0
   name = region_name($0)
   indent = $0
   sub(/[^ \t].*/, "", indent)
 }
 function end_region() {
   if (!in_region) fail("END SOLUTION without BEGIN")
-  if (in_signature) fail("region " name " has no body (no line ending in \"{\")")
+  if (!bodies) fail("region " name " has no body (no line ending in \"{\")")
+  if (depth != 0) fail("region " name " ends inside a body")
   in_region = 0
 }
 
@@ -75,31 +90,36 @@ is_begin($0) {
   if (mode != "lines") print
   taken = mode == "splice" && name ~ "^lab" lab "\\." && (name in submitted)
   stubbed = mode == "stub" || (mode == "splice" && name ~ "^lab" lab "\\." && !taken && missing != "keep")
-  if (taken) {
-    printf "#line %d \"%s\"\n%s", first_line[name], path, submitted[name]
-    in_signature = 0
-  }
+  if (taken) printf "#line %d \"%s\"\n%s", first_line[name], path, submitted[name]
   if (stubbed && mode == "splice") print "missing " name > "/dev/stderr"
   next
 }
 is_end($0) {
-  if (stubbed && !in_signature) stub_end()
   end_region()
   if (taken) printf "#line %d \"%s\"\n", FNR, path
   if (mode != "lines") print
   next
 }
-in_region && in_signature {
-  if (opens_body($0)) in_signature = 0
-  if (stubbed || (mode != "lines" && !taken)) print
-  next
-}
+# Inside a region: its top level (signatures, the comments between functions) and the bodies,
+# told apart by counting braces outside strings, characters and comments.
 in_region {
+  depth_before = depth
+  depth += net_braces($0)
+  if (depth < 0) fail("region " name ": a \"}\" closes more than the region opened")
+  at_top = depth_before == 0
+  if (at_top && depth > 0) {
+    if (!opens_body($0)) fail("region " name ": a function body must open at the end of a line")
+    bodies++
+  }
+  if (taken) next
   if (mode == "lines") {
-    line = $0
-    gsub(/^[ \t]+|[ \t\r]+$/, "", line)
-    if (length(line) >= 12) print line
-  } else if (!taken && !stubbed) print
+    if (!at_top && depth > 0) print_solution_line($0)
+  } else if (!stubbed || at_top) {
+    print
+    if (stubbed && depth > 0) printf "%s  throw rg::NotImplemented(\"%s\");\n", indent, name
+  } else if (depth == 0) {
+    print indent "}"
+  }
   next
 }
 mode != "lines" { print }

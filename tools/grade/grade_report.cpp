@@ -108,6 +108,12 @@ std::vector<TestRun> read_runs(const std::string& path) {
   return runs;
 }
 
+// An assertion's source text, shortened: a CHECK around a lambda quotes the whole lambda.
+std::string clip(const std::string& text) {
+  constexpr size_t kLimit = 240;
+  return text.size() <= kLimit ? text : text.substr(0, kLimit) + " [...]";
+}
+
 std::string where(const XmlElement& e) {
   // Relative to the grader's build folder (build-grade/build): the tree's own path reads better.
   std::string file = e.attribute("filename");
@@ -126,8 +132,8 @@ void describe_failures(const XmlElement& e, const std::string& sections, std::st
     } else if (c.name == "Expression" && c.attribute("success") == "false") {
       const XmlElement* original = c.find("Original");
       const XmlElement* expanded = c.find("Expanded");
-      out += where(c) + c.attribute("type") + "( " + trim(original ? original->text : "") + " ) failed" + in_sections;
-      if (expanded) out += "\n  with expansion: " + trim(expanded->text);
+      out += where(c) + c.attribute("type") + "( " + clip(trim(original ? original->text : "")) + " ) failed" + in_sections;
+      if (expanded && (!original || expanded->text != original->text)) out += "\n  with expansion: " + clip(trim(expanded->text));
       out += "\n";
       describe_failures(c, sections, out);  // an exception or fatal condition inside it
     } else if (c.name == "Exception" || c.name == "FatalErrorCondition" || c.name == "Failure") {
