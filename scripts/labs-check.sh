@@ -8,18 +8,24 @@
 #   3. scripts/make-student-release writes a release (its own scan: no solution text leaks),
 #      which configures, builds only the lab targets, and grades itself to 0 with every test
 #      failing on a not-implemented message; graded as a submission here, the same.
+#   4. the release's own test suites (--release-suites, default "parallel"; "all": every one, as
+#      ctest runs them): each test needs the labs tests/needs_labs.txt gives it and no others,
+#      so a test needing none passes, and the others fail only on those labs' not-implemented
+#      messages (ringgrad-needs-check).
 # All gradings of this tree share one copy and one build folder (in --work, default
 # $TMPDIR/ringgrad-labs-check).
-# Usage: scripts/labs-check.sh [--work DIR] [--only NAME]   (NAME: one wrong solution, no release)
+# Usage: scripts/labs-check.sh [--work DIR] [--only NAME] [--release-suites "S1 S2"|all]
+#        (--only NAME: one wrong solution, nothing else)
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 # Outside the tree: the release must be (make-student-release refuses an OUTDIR inside it).
-work=${TMPDIR:-/tmp}/ringgrad-labs-check only=""
+work=${TMPDIR:-/tmp}/ringgrad-labs-check only="" release_suites=parallel
 while [[ $# -gt 0 ]]; do
   case $1 in
     --work) work=$(realpath -m "$2"); shift 2 ;;
     --only) only=$2; shift 2 ;;
-    *) echo "usage: scripts/labs-check.sh [--work DIR] [--only NAME]" >&2; exit 2 ;;
+    --release-suites) release_suites=$2; shift 2 ;;
+    *) echo "usage: scripts/labs-check.sh [--work DIR] [--only NAME] [--release-suites S|all]" >&2; exit 2 ;;
   esac
 done
 mkdir -p "$work"
@@ -90,6 +96,26 @@ all_not_implemented() {
   grep -q '"score": 0' "$json" || problem "$what: the score is not 0"
 }
 
+# The release's test suites, built in its grader's build folder, against tests/needs_labs.txt.
+check_release_tests() {
+  local build=$work/release-grade/build targets=(ringgrad-needs-check) pattern=() suite
+  if [[ $release_suites != all ]]; then
+    # (The lab test programs are there already: the release's own grade built them.)
+    for suite in $release_suites; do targets+=("${suite}_tests"); done
+    # The MPI variants run with "all" only: their programs are not among the targets.
+    pattern=(-R "^(${release_suites// /|}|labs)\." -E "\.mpi\.")
+  else
+    targets=(all)
+  fi
+  echo "== labs-check: the release's tests (${release_suites})"
+  cmake --build "$build" --parallel "$(nproc)" --target "${targets[@]}" > "$work/release-tests-build.log" 2>&1 ||
+    { tail -30 "$work/release-tests-build.log" >&2; problem "the release's tests did not build"; return; }
+  RINGGRAD_COLLECTIVE_TIMEOUT_S=10 ctest --test-dir "$build" "${pattern[@]}" --parallel "$(nproc)" --timeout 120 \
+    --output-junit "$work/release-tests.xml" > "$work/release-tests.log" 2>&1 || true
+  "$build/bin/ringgrad-needs-check" "$work/release/tests/needs_labs.txt" "$work/release-tests.xml" ||
+    problem "the release's tests do not behave as tests/needs_labs.txt says (above)"
+}
+
 if [[ -z $only ]]; then
   echo "== labs-check: the reference tree"
   grade --failed "$work/reference.failed" --json "$work/reference.json" > "$work/reference.log" 2>&1 ||
@@ -115,6 +141,7 @@ if [[ -z $only ]]; then
   "$work/release/scripts/grade" --work "$work/release-grade" --json "$work/release-self.json" \
     > "$work/release-self.log" 2>&1 || { tail -30 "$work/release-self.log" >&2; problem "the release's own grade did not finish"; }
   all_not_implemented "$work/release-self.json" "the release grading itself"
+  check_release_tests
 fi
 
 echo "== labs-check: $((problems)) problem(s), $(( $(date +%s) - started )) s"
