@@ -3,7 +3,7 @@
 // each lab's notes), prints the score table and writes Gradescope's results.json
 // (https://gradescope-autograders.readthedocs.io/en/latest/specs/).
 // Usage: ringgrad-grade-report RESULTS_DIR --timeout S --budget S --execution-time S
-//                              [--json FILE] [--failed FILE]
+//                              [--json FILE] [--failed FILE] [--source-root DIR]
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
@@ -42,6 +42,7 @@ struct Options {
   std::string results;
   std::string json_path;
   std::string failed_path;
+  std::string source_root;  // the grader's copy of the tree: its paths are shown relative to it
   double timeout_s = 0;
   double budget_s = 0;
   double execution_time_s = 0;
@@ -50,7 +51,7 @@ struct Options {
 [[noreturn]] void usage(const std::string& why) {
   std::cerr << "ringgrad-grade-report: " << why
             << "\nusage: ringgrad-grade-report RESULTS_DIR --timeout S --budget S --execution-time S [--json FILE] "
-               "[--failed FILE]\n";
+               "[--failed FILE] [--source-root DIR]\n";
   std::exit(2);
 }
 
@@ -64,6 +65,7 @@ Options parse_options(int argc, char** argv) {
     };
     if (arg == "--json") options.json_path = value();
     else if (arg == "--failed") options.failed_path = value();
+    else if (arg == "--source-root") options.source_root = value() + "/";
     else if (arg == "--timeout") options.timeout_s = std::stod(value());
     else if (arg == "--budget") options.budget_s = std::stod(value());
     else if (arg == "--execution-time") options.execution_time_s = std::stod(value());
@@ -114,38 +116,40 @@ std::string clip(const std::string& text) {
   return text.size() <= kLimit ? text : text.substr(0, kLimit) + " [...]";
 }
 
-std::string where(const XmlElement& e) {
-  // Relative to the grader's build folder (build-grade/build): the tree's own path reads better.
+// "file:line: " with the file relative to the tree (Catch2 gives the compiler's path: absolute,
+// or relative to the build folder).
+std::string where(const XmlElement& e, const std::string& source_root) {
   std::string file = e.attribute("filename");
+  if (!source_root.empty() && file.starts_with(source_root)) file.erase(0, source_root.size());
   if (file.starts_with("../src/")) file.erase(0, 7);
   return file.empty() ? "" : file + ":" + e.attribute("line") + ": ";
 }
 
 // The failures in a Catch2 XML report, in order, with the sections they happened in and the
 // INFO/WARN messages Catch2 printed beside them.
-void describe_failures(const XmlElement& e, const std::string& sections, std::string& out) {
+void describe_failures(const XmlElement& e, const std::string& sections, const std::string& root, std::string& out) {
   for (const auto& child : e.children) {
     const XmlElement& c = *child;
     const std::string in_sections = sections.empty() ? "" : " (in " + sections + ")";
     if (c.name == "Section") {
-      describe_failures(c, sections.empty() ? c.attribute("name") : sections + " / " + c.attribute("name"), out);
+      describe_failures(c, sections.empty() ? c.attribute("name") : sections + " / " + c.attribute("name"), root, out);
     } else if (c.name == "Expression" && c.attribute("success") == "false") {
       const XmlElement* original = c.find("Original");
       const XmlElement* expanded = c.find("Expanded");
-      out += where(c) + c.attribute("type") + "( " + clip(trim(original ? original->text : "")) + " ) failed" + in_sections;
+      out += where(c, root) + c.attribute("type") + "( " + clip(trim(original ? original->text : "")) + " ) failed" + in_sections;
       if (expanded && (!original || expanded->text != original->text)) out += "\n  with expansion: " + clip(trim(expanded->text));
       out += "\n";
-      describe_failures(c, sections, out);  // an exception or fatal condition inside it
+      describe_failures(c, sections, root, out);  // an exception or fatal condition inside it
     } else if (c.name == "Exception" || c.name == "FatalErrorCondition" || c.name == "Failure") {
       const std::string kind = c.name == "Exception" ? "exception" : c.name == "Failure" ? "failure" : "fatal error";
-      out += where(c) + kind + ": " + trim(c.text) + in_sections + "\n";
+      out += where(c, root) + kind + ": " + trim(c.text) + in_sections + "\n";
     } else if (c.name == "Info" || c.name == "Warning") {
       out += "  " + std::string(c.name == "Info" ? "info: " : "warning: ") + trim(c.text) + "\n";
     } else if (c.name == "StdOut" || c.name == "StdErr") {
       const std::string text = trim(c.text);
       if (!text.empty()) out += (c.name == "StdOut" ? "stdout:\n" : "stderr:\n") + tail(text, kLogTail) + "\n";
     } else if (c.name != "OverallResult" && c.name != "OverallResults") {
-      describe_failures(c, sections, out);
+      describe_failures(c, sections, root, out);
     }
   }
 }
@@ -181,7 +185,7 @@ Verdict judge(const TestRun& run, const Options& options) {
   const auto report = rg::grade::parse_xml(read_file(base + ".xml"));
   const XmlElement* overall = report->find("OverallResult");
   std::string failures;
-  if (const XmlElement* test_case = report->find("TestCase")) describe_failures(*test_case, "", failures);
+  if (const XmlElement* test_case = report->find("TestCase")) describe_failures(*test_case, "", options.source_root, failures);
   const std::string log = trim(read_file(base + ".log"));
   if (status == 0 && overall && overall->attribute("success") == "true")
     return {true, "passed in " + std::to_string(run.seconds).substr(0, 4) + " s"};
