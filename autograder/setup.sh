@@ -25,4 +25,4 @@ if [[ $(printf '%s\n' 3.25 "$cmake_version" | sort -V | head -1) != 3.25 ]]; the
 fi
 
 # The same folder run_autograder grades in.
-"$source_dir/scripts/grade" --setup --work "${RINGGRAD_GRADE_WORK:-/autograder/grade-work}"
+bash "$source_dir/scripts/grade" --setup --work "${RINGGRAD_GRADE_WORK:-/autograder/grade-work}"
