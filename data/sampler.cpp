@@ -1,5 +1,5 @@
-// Samplers (see sampler.h). DistributedSampler::indices() mirrors
-// torch/utils/data/distributed.py line for line.
+// Samplers (see sampler.h). rank_indices(), DistributedSampler's index list and lab 2's
+// region, mirrors torch/utils/data/distributed.py line for line.
 #include "data/sampler.h"
 
 #include <iostream>
@@ -22,6 +22,28 @@ std::vector<int64_t> permutation(int64_t n, uint64_t seed, int64_t epoch) {
   Generator gen(seed + static_cast<uint64_t>(epoch));
   return gen.randperm(n);
 }
+
+// Rank options.rank's share of epoch `epoch` of a dataset of n examples, as PyTorch's
+// DistributedSampler.__iter__ computes it: the epoch's order (permutation(n, options.seed,
+// epoch) when options.shuffle, else 0, 1, ..., n-1), padded to `total` entries by repeating
+// it from its start (over and over when n is small), or cut to its first `total` entries
+// when options.drop_last; then the entries at positions rank, rank + R, rank + 2R, ...
+// (R = options.num_replicas). total = R * size() is a multiple of R, so every rank gets
+// total / R indices.
+// BEGIN SOLUTION lab2.rank_indices
+std::vector<int64_t> rank_indices(int64_t n, int64_t total, const DistributedSamplerOptions& options, int64_t epoch) {
+  std::vector<int64_t> order = options.shuffle ? permutation(n, options.seed, epoch) : identity(n);
+  if (!options.drop_last) {
+    for (int64_t i = 0; static_cast<int64_t>(order.size()) < total; ++i) order.push_back(order[i]);
+  } else {
+    order.resize(total);
+  }
+  std::vector<int64_t> mine;
+  mine.reserve(total / options.num_replicas);
+  for (int64_t pos = options.rank; pos < total; pos += options.num_replicas) mine.push_back(order[pos]);
+  return mine;
+}
+// END SOLUTION
 
 void check_size(int64_t n, const char* who) { RG_CHECK(n >= 0, who, ": dataset size must be >= 0, got ", n); }
 
@@ -66,17 +88,7 @@ std::vector<int64_t> DistributedSampler::indices() {
                    "each epoch\n";
   }
   last_epoch_ = epoch_;
-  std::vector<int64_t> order = options_.shuffle ? permutation(n_, options_.seed, epoch_) : identity(n_);
-  const int64_t total = total_size();
-  if (!options_.drop_last) {
-    for (int64_t i = 0; static_cast<int64_t>(order.size()) < total; ++i) order.push_back(order[i]);
-  } else {
-    order.resize(total);
-  }
-  std::vector<int64_t> mine;
-  mine.reserve(num_samples_);
-  for (int64_t pos = options_.rank; pos < total; pos += options_.num_replicas) mine.push_back(order[pos]);
-  return mine;
+  return rank_indices(n_, total_size(), options_, epoch_);
 }
 
 ShardSampler::ShardSampler(int64_t n, int64_t rank, int64_t world_size) {

@@ -189,20 +189,30 @@ class ParameterServer {
     ++histogram[static_cast<size_t>(staleness)];
   }
 
-  // Answers the waiting workers that the staleness bound lets go, closest to the slowest
-  // running worker first (a worker that finished holds nobody back). Ordered sets keep each
-  // request at O(log W), so a step of W workers costs O(W log W), not O(W^2).
+  // The staleness bound (SSP, async.h): answers (answer(worker)) the waiting workers whose
+  // clock is at most max_staleness_ ahead of the slowest running worker's clock
+  // (*running_clocks_.begin(); 0 when none runs: a worker that finished holds nobody back),
+  // all of them when max_staleness_ < 0. by_clock_ holds the waiting workers as (clock,
+  // rank), lowest clock first: answer them in that order, removing each one answered, and
+  // stop at the first one the bound holds back. Ordered sets keep each request at O(log W).
+  // BEGIN SOLUTION lab6.answer_waiting_workers
   void answer_waiting_workers() {
     const int64_t slowest = running_clocks_.empty() ? 0 : *running_clocks_.begin();
     while (!by_clock_.empty()) {
       const auto [clock, worker] = *by_clock_.begin();
       if (max_staleness_ >= 0 && clock - slowest > max_staleness_) return;
-      reply(worker);
-      waiting_[worker] = false;
       by_clock_.erase(by_clock_.begin());
-      last_heard_[worker - 1] = Clock::now();  // from now on the server waits for it
-      heard_from_.insert({last_heard_[worker - 1], worker});
+      answer(worker);
     }
+  }
+  // END SOLUTION
+
+  // Sends `worker` the current parameters; from now on the server waits to hear from it.
+  void answer(int worker) {
+    reply(worker);
+    waiting_[worker] = false;
+    last_heard_[worker - 1] = Clock::now();
+    heard_from_.insert({last_heard_[worker - 1], worker});
   }
 
   void reply(int worker) {

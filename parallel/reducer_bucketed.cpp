@@ -87,6 +87,8 @@ void BucketedReducer::prepare_for_forward() {
   for (size_t i = 0; i < parameters_.size(); ++i) attach_grad_view(i);
 }
 
+// Parameter `index`'s gradient is final: its bucket has one gradient fewer to wait for, and
+// when none is left, the full buckets are launched (launch_full_buckets).
 // BEGIN SOLUTION lab5.bucketed_gradient_ready
 void BucketedReducer::gradient_ready(size_t index) {
   // A grad dropped between forward and backward (zero_grad(true)) makes the engine
@@ -94,9 +96,13 @@ void BucketedReducer::gradient_ready(size_t index) {
   attach_grad_view(index);
   if (--pending_[bucket_of_[index]] == 0) launch_full_buckets();
 }
+// END SOLUTION
 
-// Launches, in bucket order, every bucket whose gradients are all ready: a bucket that
-// fills early waits for the ones before it, so all ranks launch the same sequence.
+// Launches, in bucket order, every bucket whose gradients are all ready (pending_ is 0),
+// starting at next_launch_: a bucket that fills early waits for the ones before it, so all
+// ranks launch the same sequence. Each launch hands launch() a GradBucket {its index, its
+// flat buffer, its parameters' views} and keeps the Work in works_.
+// BEGIN SOLUTION lab5.launch_full_buckets
 void BucketedReducer::launch_full_buckets() {
   while (next_launch_ < buckets_.size() && pending_[next_launch_] == 0) {
     const Bucket& bucket = buckets_[next_launch_];
@@ -106,6 +112,7 @@ void BucketedReducer::launch_full_buckets() {
     ++next_launch_;
   }
 }
+// END SOLUTION
 
 void BucketedReducer::finish_backward() {
   RG_CHECK(next_launch_ == buckets_.size(), "BucketedReducer: backward finished with ",
@@ -113,7 +120,6 @@ void BucketedReducer::finish_backward() {
   wait_for(works_);
   reset();
 }
-// END SOLUTION
 
 void BucketedReducer::reset() {
   wait_for(works_);

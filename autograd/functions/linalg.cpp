@@ -52,6 +52,18 @@ Variable matmul(const Variable& a, const Variable& b) {
   });
 }
 
+// Linear's backward (out = x W^T + b). Given g = dL/dout (B, out), the input x (B, in) and
+// the weight W (out, in), returns {dx, dW, db}: dx = g W (B, in), dW = g^T x (out, in),
+// db = the sum of g over the batch (out). Entry i may be left undefined when needs[i] is
+// false (that input needs no gradient, e.g. an undefined bias).
+// BEGIN SOLUTION lab1.linear_backward
+static Gradients linear_backward(const Tensor& g, const Tensor& x, const Tensor& w, const NeedsGrad& needs) {
+  return Gradients{needs[0] ? rg::matmul(g, w) : Tensor(),      // dx = g W        (B, in)
+                   needs[1] ? rg::matmul(g.t(), x) : Tensor(),  // dW = g^T x      (out, in)
+                   needs[2] ? rg::sum(g, {0}) : Tensor()};      // db = sum_n g    (out)
+}
+// END SOLUTION
+
 Variable linear(const Variable& x, const Variable& weight, const Variable& bias) {
   Tensor in = x.data(), w = weight.data();
   RG_CHECK(in.dim() == 2 && w.dim() == 2 && in.size(1) == w.size(1), "linear: input ", shape_str(in.shape()),
@@ -59,9 +71,7 @@ Variable linear(const Variable& x, const Variable& weight, const Variable& bias)
   Tensor out = rg::matmul(in, w.t());  // x: (B, in), W: (out, in) -> (B, out)
   if (bias.defined()) out.add_(bias.data());
   return make_result("linear", out, {x, weight, bias}, [in, w](const Tensor& g, const NeedsGrad& needs) {
-    return Gradients{needs[0] ? rg::matmul(g, w) : Tensor(),      // dx = g W        (B, in)
-                     needs[1] ? rg::matmul(g.t(), in) : Tensor(),  // dW = g^T x      (out, in)
-                     needs[2] ? rg::sum(g, {0}) : Tensor()};      // db = sum_n g    (out)
+    return linear_backward(g, in, w, needs);
   });
 }
 

@@ -22,6 +22,20 @@ static double reduction_scale(Reduction reduction, int64_t count) {
   return reduction == Reduction::mean ? 1.0 / static_cast<double>(std::max<int64_t>(count, 1)) : 1.0;
 }
 
+// Cross-entropy's backward. The forward computed loss = -scale * sum_i log_softmax(z)_i[t_i]
+// (scale = 1/B for the mean, 1 for the sum). Given g = dL/dloss (a scalar tensor),
+// log_probs = log_softmax(z) (B, K) and the targets t as (B, 1) int64 class indices, returns
+// {dL/dz} = {(softmax(z) - onehot(t)) * scale * g}, shape (B, K).
+// BEGIN SOLUTION lab1.cross_entropy_backward
+static Gradients cross_entropy_backward(const Tensor& g, const Tensor& log_probs, const Tensor& targets,
+                                        double scale) {
+  Tensor grad = rg::exp(log_probs);
+  scatter_add_(grad, 1, targets, Tensor::full(targets.shape(), -1.0, grad.dtype(), grad.device()));
+  grad.mul_(g * scale);
+  return Gradients{grad};
+}
+// END SOLUTION
+
 Variable cross_entropy(const Variable& logits, const Tensor& targets, Reduction reduction) {
   const Tensor& z = logits.data();
   RG_CHECK(z.dim() == 2, "cross_entropy: logits must be (B, K), got shape ", shape_str(z.shape()));
@@ -37,11 +51,7 @@ Variable cross_entropy(const Variable& logits, const Tensor& targets, Reduction 
   double scale = reduction_scale(reduction, n);
   Tensor loss = rg::sum(gather(log_probs, 1, index)) * -scale;
   return make_result("cross_entropy", loss, {logits}, [log_probs, index, scale](const Tensor& g, const NeedsGrad&) {
-    // d loss / dz = (softmax(z) - onehot(t)) * scale
-    Tensor grad = rg::exp(log_probs);
-    scatter_add_(grad, 1, index, Tensor::full(index.shape(), -1.0, grad.dtype(), grad.device()));
-    grad.mul_(g * scale);
-    return Gradients{grad};
+    return cross_entropy_backward(g, log_probs, index, scale);
   });
 }
 

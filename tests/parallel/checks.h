@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -65,6 +66,22 @@ inline std::string check_all_reduce(ProcessGroup& pg, Algorithm algorithm, Reduc
     using T = decltype(tag);
     return compare(what, t, [&](int64_t i) { return static_cast<double>(serial_reduce<T>(op, pg.size(), i)); });
   });
+}
+
+// Runs check(pg) on every rank of a local world of n ranks and returns the first failure, or "".
+template <class Check>
+std::string on_world(int n, Check check, ProcessGroupOptions options = {}) {
+  std::mutex mutex;
+  std::string first;
+  run_local_world(
+      n,
+      [&](std::shared_ptr<ProcessGroup> pg) {
+        std::string error = check(*pg);
+        std::lock_guard lock(mutex);
+        if (first.empty()) first = error;
+      },
+      options);
+  return first;
 }
 
 // Lengths around the world size and a large prime, as the issue asks.

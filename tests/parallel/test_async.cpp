@@ -13,8 +13,7 @@
 #include <numeric>
 #include <thread>
 
-#include "oracle.h"
-#include "parallel/async.h"
+#include "async_training.h"
 
 namespace rg::parallel {
 namespace {
@@ -22,26 +21,6 @@ namespace {
 using namespace test;
 
 constexpr int kSteps = 20;
-
-// A server on rank 0 and `workers` workers, each running worker_steps(rank, model, worker).
-AsyncPSStats train_async(const std::shared_ptr<nn::Sequential>& server_model,
-                         const std::vector<std::shared_ptr<nn::Sequential>>& worker_models,
-                         const AsyncPSOptions& options, double momentum,
-                         const std::function<void(int, nn::Module&, AsyncWorker&)>& worker_steps) {
-  AsyncPSStats stats;
-  run_local_world(static_cast<int>(worker_models.size()) + 1, [&](std::shared_ptr<ProcessGroup> pg) {
-    if (pg->rank() == 0) {
-      auto opt = make_sgd(*server_model, momentum);
-      stats = run_parameter_server(server_model, opt, pg, options);
-      return;
-    }
-    auto& model = worker_models[pg->rank() - 1];
-    AsyncWorker worker(model, pg);
-    worker_steps(pg->rank(), *model, worker);
-    worker.finish();
-  });
-  return stats;
-}
 
 // A separable problem: Gaussian blobs around kClasses well-spread centres.
 struct Blobs {

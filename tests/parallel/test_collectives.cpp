@@ -3,7 +3,6 @@
 #include <catch2/catch.hpp>
 
 #include <atomic>
-#include <mutex>
 #include <sstream>
 
 #include "checks.h"
@@ -13,24 +12,6 @@
 
 namespace rg::parallel {
 using namespace testing;
-
-namespace {
-// Runs check(pg) on every rank of a local world and returns the first failure, or "".
-template <class Check>
-std::string on_world(int n, Check check, ProcessGroupOptions options = {}) {
-  std::mutex mutex;
-  std::string first;
-  run_local_world(
-      n,
-      [&](std::shared_ptr<ProcessGroup> pg) {
-        std::string error = check(*pg);
-        std::lock_guard lock(mutex);
-        if (first.empty()) first = error;
-      },
-      options);
-  return first;
-}
-}  // namespace
 
 TEST_CASE("parallel.all_reduce_matches_serial_reference", "[parallel][lab3]") {
   for (int n = 1; n <= 8; ++n) {

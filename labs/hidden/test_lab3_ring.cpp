@@ -1,0 +1,41 @@
+// Lab 3's hidden tests: the ring gives every rank the same bits on values whose sums round,
+// and DDP over the ring trains like one process on every rank after every step.
+#include <catch2/catch.hpp>
+
+#include <mutex>
+
+#include "lab_training.h"
+#include "parallel/checks.h"
+
+namespace rg::parallel {
+using namespace testing;
+
+TEST_CASE("labs.lab3.ring_gives_every_rank_the_same_bits", "[lab3][points=2][hidden]") {
+  // Random float32 values: the sums round, so only an all-gather of the reduced chunks
+  // (not every rank adding on its own) gives every rank the same bits.
+  for (int n : {2, 3, 5, 8}) {
+    INFO("world size " << n);
+    const int64_t length = 1001;
+    std::vector<Tensor> results(n), inputs(n);
+    run_local_world(n, [&](std::shared_ptr<ProcessGroup> pg) {
+      Generator gen(100 + pg->rank());
+      inputs[pg->rank()] = randn({length}, gen);
+      results[pg->rank()] = inputs[pg->rank()].clone();
+      pg->all_reduce(results[pg->rank()], {.algorithm = Algorithm::ring});
+    });
+    Tensor serial = inputs[0].to(DType::float64);
+    for (int r = 1; r < n; ++r) serial = serial + inputs[r].to(DType::float64);
+    CHECK(max_abs_diff(results[0].to(DType::float64), serial) < 1e-5);
+    for (int r = 1; r < n; ++r) CHECK(max_abs_diff(results[r], results[0]) == 0);
+  }
+}
+
+TEST_CASE("labs.lab3.ddp_over_the_ring_trains_like_one_process", "[lab3][points=2][hidden]") {
+  for (int n : {1, 2, 3, 4, 5, 8}) {
+    INFO("world size " << n);
+    CHECK(labs::ddp_versus_single_process(
+              {.world_size = n, .ddp = {.reducer = ReducerKind::flat, .algorithm = Algorithm::ring}}) == "");
+  }
+}
+
+}  // namespace rg::parallel
