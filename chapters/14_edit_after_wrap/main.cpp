@@ -174,7 +174,7 @@ void save_charts(const std::vector<StepRecord>& records, const std::filesystem::
       .add_series("max |diff|", steps, spread)
       .save(out / "replica_difference.svg");
   report::LineChart({.title = "Each replica's loss on the same 500 test images", .x_label = "step",
-                     .y_label = "cross-entropy"})
+                     .y_label = "cross-entropy", .y_scale = report::Scale::Log})  // under 1 to thousands
       .add_series("rank 0", steps, loss0)
       .add_series("edited rank", steps, loss_edited)
       .save(out / "probe_loss.svg");
@@ -246,7 +246,7 @@ int run(int argc, char** argv) {
   // `RINGGRAD_DISTRIBUTED_DEBUG=DETAIL mpirun ...` would start it.
   if (config.check) ::setenv("RINGGRAD_DISTRIBUTED_DEBUG", "DETAIL", 1);
   if (printing)
-    std::printf("the checked run again, in a new process group started with RINGGRAD_DISTRIBUTED_DEBUG=%s:\n",
+    std::printf("a second world of ranks, for the run with RINGGRAD_DISTRIBUTED_DEBUG=%s (read when a group starts):\n",
                 config.check ? "DETAIL" : "unset");
   chapters::run_ranks(flags, argc, argv, [&](std::shared_ptr<ProcessGroup> pg) {
     const Caught by_debug = checked_run(pg, world, config, {}, Edit::scale);
