@@ -61,22 +61,7 @@ std::vector<std::vector<T>> gather(ProcessGroup& pg, const std::vector<T>& mine)
   return rows;
 }
 
-// The largest share of `probe` images on which a replica predicts another class than rank 0's.
-double disagreement(ProcessGroup& pg, nn::Module& model, const Tensor& probe) {
-  NoGradGuard no_grad;
-  const std::vector<int64_t> mine = argmax(model(probe).data(), 1).to_vector<int64_t>();
-  const auto all = gather(pg, mine);
-  double worst = 0;
-  for (const auto& other : all) {
-    int64_t differing = 0;
-    for (size_t i = 0; i < mine.size(); ++i) differing += other[i] != all[0][i];
-    worst = std::max(worst, static_cast<double>(differing) / static_cast<double>(mine.size()));
-  }
-  return worst;
-}
-
-// The fingerprints and the spread of the replicas (the largest difference of an element
-// across the ranks); and what the replicas predict for the same images.
+// The fingerprints and the spread of the replicas, and what they predict for the same images.
 StepRecord compare_replicas(ProcessGroup& pg, nn::Module& model, const Tensor& probe) {
   std::vector<int64_t> mine;
   for (const Variable& p : model.parameters())
@@ -90,7 +75,7 @@ StepRecord compare_replicas(ProcessGroup& pg, nn::Module& model, const Tensor& p
         break;
       }
   record.max_difference = chapters::replica_spread(pg, model);
-  record.disagreement = disagreement(pg, model, probe);
+  record.disagreement = chapters::prediction_disagreement(pg, model, probe);
   return record;
 }
 
@@ -136,7 +121,7 @@ RunResult train_and_compare(const std::shared_ptr<ProcessGroup>& pg, bool broadc
   }
   result.library_check = library_check(ddp);
   const double accuracy = models::evaluate(*model, test_loader, Device::cpu(), config.test_batches).accuracy();
-  for (const auto& row : gather(*pg, std::vector<double>{accuracy})) result.test_accuracy.push_back(row[0]);
+  result.test_accuracy = chapters::gather_numbers(*pg, accuracy);
   return result;
 }
 
