@@ -92,6 +92,17 @@ inline void train_single(nn::Module& model, const std::vector<Batch>& batches, c
   }
 }
 
+// Trains `model` one step per `per_step` consecutive micro-batches, their gradients summed
+// (the reference for gradient accumulation, as DDP's no_sync does it).
+inline void train_single_accumulating(nn::Module& model, const std::vector<Batch>& micro, size_t per_step) {
+  auto opt = make_sgd(model);
+  for (size_t s = 0; s < micro.size(); s += per_step) {
+    opt.zero_grad();
+    for (size_t m = s; m < s + per_step; ++m) cross_entropy(model(micro[m].x), micro[m].y).backward();
+    opt.step();
+  }
+}
+
 // The largest difference between a model's parameters and the reference's, relative to
 // the reference's largest magnitude.
 inline double relative_error(const nn::Module& model, const nn::Module& reference) {

@@ -9,6 +9,7 @@
 #include <mutex>
 #include <thread>
 
+#include "no_sync_training.h"
 #include "oracle.h"
 #include "parallel/ddp.h"
 #include "parallel/fault.h"
@@ -267,41 +268,9 @@ TEST_CASE("parallel.ddp.first_bucket_launches_before_backward_ends", "[parallel]
 }
 
 TEST_CASE("parallel.ddp.no_sync_accumulates_like_one_big_batch", "[parallel][ddp]") {
-  const int n = 2;
-  auto initial = make_mlp(DType::float64);
-  auto micro = make_batches(6, n * kLocalBatch, DType::float64);  // 3 steps of 2 micro-batches
-  auto reference = clone_mlp(*initial);
-  auto opt = make_sgd(*reference);
-  for (size_t s = 0; s < micro.size(); s += 2) {
-    opt.zero_grad();
-    for (size_t m = s; m < s + 2; ++m) cross_entropy((*reference)(micro[m].x), micro[m].y).backward();
-    opt.step();
-  }
-  std::vector<std::shared_ptr<Mlp>> replicas = {clone_mlp(*initial), clone_mlp(*initial)};
-  std::vector<int> launches_inside(n, 0);
-  run_local_world(n, [&](std::shared_ptr<ProcessGroup> pg) {
-    const int rank = pg->rank();
-    DistributedDataParallel ddp(replicas[rank], pg);
-    int launches = 0;
-    LaunchLog log([&](size_t) { ++launches; });
-    ddp.set_observer(&log);
-    auto local_opt = make_sgd(*replicas[rank]);
-    for (size_t s = 0; s < micro.size(); s += 2) {
-      local_opt.zero_grad();
-      launches = 0;
-      {
-        auto guard = ddp.no_sync();
-        Batch mine = micro[s].rows(rank * kLocalBatch, kLocalBatch);
-        cross_entropy(ddp(mine.x), mine.y).backward();
-      }
-      launches_inside[rank] += launches;
-      Batch mine = micro[s + 1].rows(rank * kLocalBatch, kLocalBatch);
-      cross_entropy(ddp(mine.x), mine.y).backward();
-      local_opt.step();
-    }
-  });
-  CHECK(launches_inside == std::vector<int>(n, 0));
-  for (auto& replica : replicas) CHECK(relative_error(*replica, *reference) < 1e-10);
+  const NoSyncRun run = train_with_no_sync(2, {});
+  CHECK(run.launches_inside == std::vector<int>(2, 0));
+  CHECK(run.worst_error < 1e-10);
 }
 
 TEST_CASE("parallel.ddp.construction_names_the_mismatched_parameter", "[parallel][ddp]") {
