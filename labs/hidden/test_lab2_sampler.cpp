@@ -2,6 +2,7 @@
 // uneven shards equal to one process on the padded order, on every rank after every step.
 #include <catch2/catch.hpp>
 
+#include "lab_mpi.h"
 #include "lab_training.h"
 
 namespace rg::data {
@@ -27,5 +28,12 @@ TEST_CASE("labs.lab2.ddp_on_uneven_shards_trains_like_one_process", "[lab2][poin
                                              .ddp = {.reducer = parallel::ReducerKind::flat}}) == "");
     }
 }
+
+#ifdef RINGGRAD_LABS_MPIEXEC
+// The same training with each rank its own process (lab_mpi.h).
+TEST_CASE("labs.lab2.ddp_on_uneven_shards_trains_like_one_process_under_mpi", "[lab2][points=1][hidden]") {
+  for (int n : {2, 3}) CHECK(labs::run_under_mpi("lab2", n) == "");
+}
+#endif
 
 }  // namespace rg::data

@@ -2,6 +2,7 @@
 // and DDP over the ring trains like one process on every rank after every step.
 #include <catch2/catch.hpp>
 
+#include "lab_mpi.h"
 #include "lab_training.h"
 #include "parallel/checks.h"
 
@@ -24,5 +25,12 @@ TEST_CASE("labs.lab3.ddp_over_the_ring_trains_like_one_process", "[lab3][points=
               {.world_size = n, .ddp = {.reducer = ReducerKind::flat, .algorithm = Algorithm::ring}}) == "");
   }
 }
+
+#ifdef RINGGRAD_LABS_MPIEXEC
+// The same training with each rank its own process (lab_mpi.h).
+TEST_CASE("labs.lab3.ddp_over_the_ring_trains_like_one_process_under_mpi", "[lab3][points=1][hidden]") {
+  for (int n : {2, 3}) CHECK(labs::run_under_mpi("lab3", n) == "");
+}
+#endif
 
 }  // namespace rg::parallel

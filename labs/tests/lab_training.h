@@ -74,71 +74,105 @@ inline std::string difference(const std::vector<Tensor>& got, const std::vector<
 
 }  // namespace detail_training
 
+// The dataset (its size leaves the shards uneven) and the initial model every run starts from.
+struct TrainingData {
+  Tensor x, y;
+  std::shared_ptr<parallel::test::Mlp> initial;
+};
+
+inline TrainingData training_data(const TrainingRun& run) {
+  using namespace parallel::test;
+  Generator gen(run.seed);
+  TrainingData data;
+  data.x = randn({run.examples, kIn}, gen, 0.0, 1.0, DType::float64);
+  data.y = randint(0, kClasses, {run.examples}, gen);
+  data.initial = make_mlp(DType::float64);
+  return data;
+}
+
+using Steps = std::vector<std::vector<Tensor>>;  // the parameters after each step
+
+// The reference: one process, step s on rank 0's batch s, then rank 1's, ...
+inline Steps single_process_steps(const TrainingRun& run, const TrainingData& data) {
+  using namespace parallel::test;
+  using detail_training::index_tensor;
+  const int n = run.world_size;
+  Steps steps;
+  auto model = clone_of(*data.initial);
+  auto opt = make_sgd(*model);
+  for (int epoch = 0; epoch < run.epochs; ++epoch) {
+    const auto order = epoch_order(run.examples, run.shuffle, run.seed, epoch);
+    std::vector<std::vector<int64_t>> shards;
+    for (int r = 0; r < n; ++r) shards.push_back(pytorch_rank_indices(order, n, r, run.drop_last));
+    for (size_t begin = 0; begin < shards[0].size(); begin += run.local_batch) {
+      const size_t end = std::min(shards[0].size(), begin + run.local_batch);
+      std::vector<int64_t> batch;
+      for (const auto& shard : shards) batch.insert(batch.end(), shard.begin() + begin, shard.begin() + end);
+      const Tensor rows = index_tensor(batch, 0, batch.size());
+      opt.zero_grad();
+      cross_entropy((*model)(index_select(data.x, 0, rows)), index_select(data.y, 0, rows)).backward();
+      opt.step();
+      steps.push_back(detail_training::snapshot(*model));
+    }
+  }
+  return steps;
+}
+
+// One rank of `pg`: DDP on its DistributedSampler's share.
+inline Steps ddp_steps(const TrainingRun& run, const TrainingData& data, const std::shared_ptr<parallel::ProcessGroup>& pg) {
+  using namespace parallel::test;
+  using detail_training::index_tensor;
+  Steps steps;
+  auto model = clone_of(*data.initial);
+  parallel::DistributedDataParallel ddp(model, pg, run.ddp);
+  auto opt = make_sgd(*model);
+  data::DistributedSampler sampler(run.examples, {.num_replicas = pg->size(), .rank = pg->rank(),
+                                                  .shuffle = run.shuffle, .seed = run.seed, .drop_last = run.drop_last});
+  for (int epoch = 0; epoch < run.epochs; ++epoch) {
+    sampler.set_epoch(epoch);
+    const std::vector<int64_t> mine = sampler.indices();
+    for (size_t begin = 0; begin < mine.size(); begin += run.local_batch) {
+      const Tensor rows = index_tensor(mine, begin, std::min(mine.size(), begin + run.local_batch));
+      opt.zero_grad();
+      cross_entropy(ddp(index_select(data.x, 0, rows)), index_select(data.y, 0, rows)).backward();
+      opt.step();
+      steps.push_back(detail_training::snapshot(*model));
+    }
+  }
+  return steps;
+}
+
+// "" when rank `rank`'s parameters equal single-process training's after every step
+// (float64, relative 1e-10) and, given rank 0's, equal those bit for bit.
+inline std::string compare_steps(int rank, int world_size, const Steps& mine, const Steps& reference,
+                                 const Steps* rank_0 = nullptr) {
+  if (mine.size() != reference.size())
+    return rg::detail::concat("rank ", rank, " of ", world_size, " ran ", mine.size(), " steps, single-process training ",
+                              reference.size());
+  for (size_t s = 0; s < reference.size(); ++s) {
+    const std::string where = rg::detail::concat("rank ", rank, " of ", world_size, " after step ", s + 1, ": ");
+    std::string error = detail_training::difference(mine[s], reference[s], 1e-10);
+    if (!error.empty()) return where + error + " from single-process training";
+    if (!rank_0) continue;
+    error = detail_training::difference(mine[s], (*rank_0)[s], 0);
+    if (!error.empty()) return where + error + " from rank 0's (replicas must be bitwise equal)";
+  }
+  return "";
+}
+
 // "" when, after every step, every rank's parameters equal single-process training on the
 // concatenation of the ranks' batches (float64, relative 1e-10) and every replica equals
 // rank 0's bit for bit; else the first difference, naming the rank and the step.
 inline std::string ddp_versus_single_process(const TrainingRun& run) {
-  using namespace parallel::test;
-  using detail_training::index_tensor;
-  const int n = run.world_size;
-  Generator gen(run.seed);
-  const Tensor x = randn({run.examples, kIn}, gen, 0.0, 1.0, DType::float64);
-  const Tensor y = randint(0, kClasses, {run.examples}, gen);
-  const auto initial = make_mlp(DType::float64);
-
-  // The reference: one process, step s on rank 0's batch s, then rank 1's, ...
-  std::vector<std::vector<Tensor>> reference;
-  {
-    auto model = clone_of(*initial);
-    auto opt = make_sgd(*model);
-    for (int epoch = 0; epoch < run.epochs; ++epoch) {
-      const auto order = epoch_order(run.examples, run.shuffle, run.seed, epoch);
-      std::vector<std::vector<int64_t>> shards;
-      for (int r = 0; r < n; ++r) shards.push_back(pytorch_rank_indices(order, n, r, run.drop_last));
-      for (size_t begin = 0; begin < shards[0].size(); begin += run.local_batch) {
-        const size_t end = std::min(shards[0].size(), begin + run.local_batch);
-        std::vector<int64_t> batch;
-        for (const auto& shard : shards) batch.insert(batch.end(), shard.begin() + begin, shard.begin() + end);
-        const Tensor rows = index_tensor(batch, 0, batch.size());
-        opt.zero_grad();
-        cross_entropy((*model)(index_select(x, 0, rows)), index_select(y, 0, rows)).backward();
-        opt.step();
-        reference.push_back(detail_training::snapshot(*model));
-      }
-    }
-  }
-
-  std::vector<std::vector<std::vector<Tensor>>> replicas(n);  // [rank][step]
-  parallel::run_local_world(n, [&](std::shared_ptr<parallel::ProcessGroup> pg) {
-    const int rank = pg->rank();
-    auto model = clone_of(*initial);
-    parallel::DistributedDataParallel ddp(model, pg, run.ddp);
-    auto opt = make_sgd(*model);
-    data::DistributedSampler sampler(run.examples, {.num_replicas = n, .rank = rank, .shuffle = run.shuffle,
-                                                    .seed = run.seed, .drop_last = run.drop_last});
-    for (int epoch = 0; epoch < run.epochs; ++epoch) {
-      sampler.set_epoch(epoch);
-      const std::vector<int64_t> mine = sampler.indices();
-      for (size_t begin = 0; begin < mine.size(); begin += run.local_batch) {
-        const Tensor rows = index_tensor(mine, begin, std::min(mine.size(), begin + run.local_batch));
-        opt.zero_grad();
-        cross_entropy(ddp(index_select(x, 0, rows)), index_select(y, 0, rows)).backward();
-        opt.step();
-        replicas[rank].push_back(detail_training::snapshot(*model));
-      }
-    }
+  const TrainingData data = training_data(run);
+  const Steps reference = single_process_steps(run, data);
+  std::vector<Steps> replicas(run.world_size);
+  parallel::run_local_world(run.world_size, [&](std::shared_ptr<parallel::ProcessGroup> pg) {
+    replicas[pg->rank()] = ddp_steps(run, data, pg);
   });
-  for (int r = 0; r < n; ++r) {
-    if (replicas[r].size() != reference.size())
-      return rg::detail::concat("rank ", r, " of ", n, " ran ", replicas[r].size(), " steps, single-process training ",
-                                reference.size());
-    for (size_t s = 0; s < reference.size(); ++s) {
-      const std::string where = rg::detail::concat("rank ", r, " of ", n, " after step ", s + 1, ": ");
-      std::string error = detail_training::difference(replicas[r][s], reference[s], 1e-10);
-      if (!error.empty()) return where + error + " from single-process training";
-      error = detail_training::difference(replicas[r][s], replicas[0][s], 0);
-      if (!error.empty()) return where + error + " from rank 0's (replicas must be bitwise equal)";
-    }
+  for (int r = 0; r < run.world_size; ++r) {
+    std::string error = compare_steps(r, run.world_size, replicas[r], reference, &replicas[0]);
+    if (!error.empty()) return error;
   }
   return "";
 }

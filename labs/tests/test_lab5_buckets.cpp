@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include "lab5_models.h"
+#include "lab_mpi.h"
 #include "lab_training.h"
 #include "parallel/reducer_bucketed.h"
 
@@ -83,5 +84,12 @@ TEST_CASE("labs.lab5.ddp_trains_like_one_process_on_every_rank", "[lab5][points=
   // The stepping stone: one all-reduce per parameter after backward.
   CHECK(labs::ddp_versus_single_process({.world_size = 3, .ddp = {.reducer = ReducerKind::per_parameter}}) == "");
 }
+
+#ifdef RINGGRAD_LABS_MPIEXEC
+// The same training with each rank its own process (lab_mpi.h).
+TEST_CASE("labs.lab5.ddp_trains_like_one_process_on_every_rank_under_mpi", "[lab5][points=1]") {
+  for (int n : {2, 3}) CHECK(labs::run_under_mpi("lab5", n) == "");
+}
+#endif
 
 }  // namespace rg::parallel

@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <sstream>
 #include <string>
 
@@ -18,9 +19,14 @@ namespace rg::train::test {
 
 using ToolRun = rg::test::CommandRun;
 
-// `env` is prefixed to the command line, e.g. "RINGGRAD_DATA=/tmp/x".
+// `env` is prefixed to the command line, e.g. "RINGGRAD_DATA=/tmp/x". A run that fails
+// (exit code other than 0) is echoed to stderr, so that the test's log shows why even where
+// the test checks only the exit code (the student release's check reads those logs for the
+// labs' not-implemented messages: scripts/labs-check.sh).
 inline ToolRun run_train(const std::string& args, const std::string& env = "") {
-  return rg::test::run_command("RINGGRAD_PROGRESS=plain " + env + " " + RINGGRAD_TRAIN_BIN + " " + args);
+  ToolRun run = rg::test::run_command("RINGGRAD_PROGRESS=plain " + env + " " + RINGGRAD_TRAIN_BIN + " " + args);
+  if (run.exit_code != 0) std::cerr << "ringgrad-train " << args << ": exit code " << run.exit_code << "\n" << run.output;
+  return run;
 }
 
 // Runs ringgrad-train with flags it must refuse, and checks what every refusal shares:
