@@ -415,4 +415,22 @@ std::vector<std::string> all_gather_strings(ProcessGroup& pg, const std::string&
   return out;
 }
 
+// One all-gather of four float64 numbers per rank (byte counts stay exact below 2^53).
+std::vector<CommStats> all_gather_stats(ProcessGroup& pg) {
+  const CommStats mine = pg.stats();
+  constexpr int64_t kFields = 4;
+  Tensor all = Tensor::zeros({pg.size() * kFields}, DType::float64);
+  pg.all_gather(all, Tensor::from_vector(std::vector<double>{static_cast<double>(mine.bytes_sent),
+                                                             static_cast<double>(mine.bytes_received), mine.seconds,
+                                                             static_cast<double>(mine.operations)},
+                                         {kFields}));
+  const std::vector<double> values = all.to_vector<double>();
+  std::vector<CommStats> out(pg.size());
+  for (int r = 0; r < pg.size(); ++r) {
+    const double* v = values.data() + r * kFields;
+    out[r] = {static_cast<uint64_t>(v[0]), static_cast<uint64_t>(v[1]), v[2], static_cast<int64_t>(v[3])};
+  }
+  return out;
+}
+
 }  // namespace rg::parallel

@@ -209,6 +209,10 @@ std::string from_rank(int rank, const std::string& message);
 // A collective: every rank's `text`, in rank order (for messages and traces; any length).
 std::vector<std::string> all_gather_strings(ProcessGroup& pg, const std::string& text);
 
+// A collective: every rank's stats() as they were when it was called, in rank order (the
+// traffic of a run or a measurement, rank by rank, on every rank).
+std::vector<CommStats> all_gather_stats(ProcessGroup& pg);
+
 // Runs fn(group) for ranks 0..world_size-1 on world_size threads of this process sharing
 // memory, each with its own 1/world_size share of the CPU thread pool. Returns when all
 // are done; if a rank throws, the others' waits end at once and the first error is

@@ -114,18 +114,14 @@ Measurement measure(ProcessGroup& pg, Pattern pattern, int64_t bytes, const Conf
 
   pg.reset_stats();
   double best = time_all_reduces(pg, t, algorithm, reps);
-  const parallel::CommStats traffic = pg.stats();  // `reps` all-reduces and a barrier (0 bytes)
+  // Every rank's traffic of `reps` all-reduces and a barrier (0 bytes).
+  const std::vector<parallel::CommStats> traffic = parallel::all_gather_stats(pg);
   for (int round = 1; round < 3; ++round) best = std::min(best, time_all_reduces(pg, t, algorithm, reps));
 
   Measurement m{pattern, n, bytes, {}, {}, slowest(pg, best), false};
-  const Tensor mine = Tensor::from_vector(
-      std::vector<double>{double(traffic.bytes_sent) / reps, double(traffic.bytes_received) / reps}, {2});
-  const Tensor all = Tensor::zeros({2 * n}, DType::float64);
-  pg.all_gather(all, mine);
-  const std::vector<double> values = all.to_vector<double>();
-  for (int r = 0; r < n; ++r) {
-    m.sent.push_back(values[2 * r]);
-    m.received.push_back(values[2 * r + 1]);
+  for (const parallel::CommStats& rank : traffic) {
+    m.sent.push_back(static_cast<double>(rank.bytes_sent) / reps);
+    m.received.push_back(static_cast<double>(rank.bytes_received) / reps);
   }
   return m;
 }

@@ -55,6 +55,32 @@ TEST_CASE("parallel.traffic_counters_follow_the_formulas", "[parallel][lab3]") {
   }
 }
 
+TEST_CASE("parallel.all_gather_stats_gives_every_rank_each_rank_s_traffic", "[parallel]") {
+  // A broadcast from rank 0 (the root sends, the others receive), then rank r sends r
+  // messages to rank r + 1: the figures differ by rank, and every rank must gather exactly
+  // what each reported.
+  const int n = 4;
+  std::vector<CommStats> reported(n);
+  std::vector<std::vector<CommStats>> gathered(n);
+  run_local_world(n, [&](std::shared_ptr<ProcessGroup> pg) {
+    pg->broadcast(Tensor::ones({1000}));
+    for (int i = 0; i < pg->rank(); ++i) pg->send(Tensor::ones({17}), (pg->rank() + 1) % n);
+    for (int i = 0; i < (pg->rank() + n - 1) % n; ++i) pg->recv(Tensor::zeros({17}), (pg->rank() + n - 1) % n);
+    reported[pg->rank()] = pg->stats();
+    gathered[pg->rank()] = all_gather_stats(*pg);
+  });
+  for (int r = 0; r < n; ++r) {
+    INFO("rank " << r);
+    REQUIRE(gathered[r].size() == static_cast<size_t>(n));
+    for (int q = 0; q < n; ++q) {
+      CHECK(gathered[r][q].bytes_sent == reported[q].bytes_sent);
+      CHECK(gathered[r][q].bytes_received == reported[q].bytes_received);
+      CHECK(gathered[r][q].seconds == reported[q].seconds);
+      CHECK(gathered[r][q].operations == reported[q].operations);
+    }
+  }
+}
+
 TEST_CASE("parallel.virtual_cpu_devices_and_views", "[parallel]") {
   // Each rank's tensor on its own virtual device cpu:rank, and a transposed (non-contiguous) view.
   CHECK(on_world(3, [](ProcessGroup& pg) {

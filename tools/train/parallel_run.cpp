@@ -78,19 +78,7 @@ models::Evaluation DDPTrainer::combine(const models::Evaluation& mine) {
   return {all[0], static_cast<int64_t>(all[1]), static_cast<int64_t>(all[2])};
 }
 
-std::vector<parallel::CommStats> DDPTrainer::traffic_by_rank() {
-  const parallel::CommStats mine = pg_->stats();
-  Tensor all = Tensor::zeros({2 * pg_->size()}, DType::int64);
-  pg_->all_gather(all, Tensor::from_vector<int64_t>({static_cast<int64_t>(mine.bytes_sent),
-                                                     static_cast<int64_t>(mine.bytes_received)}, {2}));
-  const auto bytes = all.to_vector<int64_t>();
-  std::vector<parallel::CommStats> traffic(pg_->size());
-  for (int r = 0; r < pg_->size(); ++r) {
-    traffic[r].bytes_sent = static_cast<uint64_t>(bytes[2 * r]);
-    traffic[r].bytes_received = static_cast<uint64_t>(bytes[2 * r + 1]);
-  }
-  return traffic;
-}
+std::vector<parallel::CommStats> DDPTrainer::traffic_by_rank() { return parallel::all_gather_stats(*pg_); }
 
 void DDPTrainer::trace_communication(parallel::Observer* observer) {
   pg_->set_observer(observer);
