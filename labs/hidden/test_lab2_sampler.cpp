@@ -23,9 +23,9 @@ TEST_CASE("labs.lab2.ddp_on_uneven_shards_trains_like_one_process", "[lab2][poin
   for (int n : {1, 2, 3, 4, 5, 8})
     for (bool drop_last : {false, true}) {
       INFO("world size " << n << ", drop_last " << drop_last);
-      CHECK(labs::ddp_versus_single_process({.world_size = n,
-                                             .drop_last = drop_last,
-                                             .ddp = {.reducer = parallel::ReducerKind::flat}}) == "");
+      labs::TrainingRun run = labs::lab_run("lab2", n);
+      run.drop_last = drop_last;
+      CHECK(labs::ddp_versus_single_process(run) == "");
     }
 }
 

@@ -21,8 +21,7 @@ TEST_CASE("labs.lab3.ring_gives_every_rank_the_same_bits", "[lab3][points=2][hid
 TEST_CASE("labs.lab3.ddp_over_the_ring_trains_like_one_process", "[lab3][points=2][hidden]") {
   for (int n : {1, 2, 3, 4, 5, 8}) {
     INFO("world size " << n);
-    CHECK(labs::ddp_versus_single_process(
-              {.world_size = n, .ddp = {.reducer = ReducerKind::flat, .algorithm = Algorithm::ring}}) == "");
+    CHECK(labs::ddp_versus_single_process(labs::lab_run("lab3", n)) == "");
   }
 }
 

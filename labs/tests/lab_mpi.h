@@ -1,31 +1,13 @@
 // The labs' MPI variants (labs.labN.*_under_mpi, built where CMake finds MPI): the same
-// training as lab_training.h, but each rank is its own process under mpiexec, running
-// labs_mpi_rank (lab_mpi_rank.cpp). The runs are named here so that the test, which
-// launches the job, and the rank program, which trains, agree on what is run.
+// training as lab_training.h's lab_run, but each rank is its own process under mpiexec,
+// running labs_mpi_rank (lab_mpi_rank.cpp), which the test names the lab to.
 #pragma once
-#include <stdexcept>
 #include <string>
 
 #include "lab_training.h"
 #include "run_command.h"
 
 namespace rg::labs {
-
-// The DDP run of a lab's MPI variant on `world_size` ranks: the reducers and algorithms
-// the lab's local tests use, so that each variant needs only its own lab.
-inline TrainingRun mpi_run(const std::string& lab, int world_size) {
-  using parallel::Algorithm;
-  using parallel::ReducerKind;
-  constexpr double kBytesPerMb = 1024.0 * 1024.0;
-  if (lab == "lab2") return {.world_size = world_size, .ddp = {.reducer = ReducerKind::flat}};
-  if (lab == "lab3")
-    return {.world_size = world_size, .ddp = {.reducer = ReducerKind::flat, .algorithm = Algorithm::ring}};
-  if (lab == "lab4")
-    return {.world_size = world_size, .ddp = {.reducer = ReducerKind::flat, .algorithm = Algorithm::star}};
-  if (lab == "lab5")  // buckets of 100 bytes: several per backward
-    return {.world_size = world_size, .ddp = {.bucket_cap_mb = 100 / kBytesPerMb, .first_bucket_mb = 100 / kBytesPerMb}};
-  throw std::invalid_argument("labs_mpi_rank: no MPI variant for '" + lab + "' (lab2, lab3, lab4 or lab5)");
-}
 
 #ifdef RINGGRAD_LABS_MPIEXEC
 // Runs `lab`'s variant on `ranks` processes: "" when every rank finished, else what the

@@ -44,7 +44,7 @@ int main(int argc, char** argv) {
   using namespace rg;
   const std::string lab = argc > 1 ? argv[1] : "";
   return parallel::test::run_mpi_check(argc, argv, [&](const std::shared_ptr<parallel::ProcessGroup>& pg) {
-    const labs::TrainingRun run = labs::mpi_run(lab, pg->size());
+    const labs::TrainingRun run = labs::lab_run(lab, pg->size());
     const labs::TrainingData data = labs::training_data(run);
     const labs::Steps mine = labs::ddp_steps(run, data, pg);
     std::string error = labs::compare_steps(pg->rank(), pg->size(), mine, labs::single_process_steps(run, data));

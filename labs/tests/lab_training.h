@@ -4,6 +4,7 @@
 // padded order (PyTorch's rule, written out here), and all replicas must be bitwise equal.
 #pragma once
 #include <algorithm>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -48,6 +49,23 @@ struct TrainingRun {
   uint64_t seed = 5;
   parallel::DDPOptions ddp;
 };
+
+// The DDP run of a lab's end-to-end tests (local and under MPI) on `world_size` ranks: a
+// reducer and an algorithm that use only that lab's pieces (labs 2-4: the flat reducer, not
+// lab 5's buckets; lab 5: the library all-reduce, not lab 3's ring).
+inline TrainingRun lab_run(const std::string& lab, int world_size) {
+  using parallel::Algorithm;
+  using parallel::ReducerKind;
+  constexpr double kBytesPerMb = 1024.0 * 1024.0;
+  if (lab == "lab2") return {.world_size = world_size, .ddp = {.reducer = ReducerKind::flat}};
+  if (lab == "lab3")
+    return {.world_size = world_size, .ddp = {.reducer = ReducerKind::flat, .algorithm = Algorithm::ring}};
+  if (lab == "lab4")
+    return {.world_size = world_size, .ddp = {.reducer = ReducerKind::flat, .algorithm = Algorithm::star}};
+  if (lab == "lab5")  // buckets of 100 bytes: several per backward
+    return {.world_size = world_size, .ddp = {.bucket_cap_mb = 100 / kBytesPerMb, .first_bucket_mb = 100 / kBytesPerMb}};
+  throw std::invalid_argument("lab_run: no run for '" + lab + "' (lab2, lab3, lab4 or lab5)");
+}
 
 namespace detail_training {
 
