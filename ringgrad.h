@@ -23,6 +23,7 @@
 #include "parallel/ddp.h"
 #include "parallel/fault.h"
 #include "parallel/gather_trace.h"
+#include "parallel/launch.h"
 #include "parallel/observer.h"
 #include "parallel/process_group.h"
 #include "parallel/reducer.h"

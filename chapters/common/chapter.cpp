@@ -2,21 +2,21 @@
 #include "chapters/common/chapter.h"
 
 #include "chapters/common/report_page.h"
+#include "parallel/launch.h"
 
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
-#include <cstdlib>
 #include <iostream>
 #include <sstream>
 
 namespace rg::chapters {
 
 namespace {
-// mpirun tells each process the job's size before MPI starts.
+// mpirun tells each process the job's size before MPI starts; 0 outside mpirun.
 int mpirun_world_size() {
-  const char* size = std::getenv("OMPI_COMM_WORLD_SIZE");
-  return size ? std::atoi(size) : 0;
+  const auto placement = parallel::mpirun_placement();
+  return placement ? placement->world_size : 0;
 }
 }  // namespace
 
@@ -80,19 +80,13 @@ Flags Cli::parse(int argc, char** argv) {
 
 void run_ranks(const Flags& flags, int argc, char** argv,
                const std::function<void(std::shared_ptr<parallel::ProcessGroup>)>& fn) {
-  if (flags.backend == "mpi") {
-    auto pg = parallel::init_process_group({.backend = "mpi"}, argc, argv);
-    if (pg->rank() == 0) std::printf("backend: mpi, %d processes\n", pg->size());
-    try {
-      fn(pg);
-    } catch (const std::exception& e) {
-      std::cerr << "error: " + parallel::from_rank(pg->rank(), e.what()) + "\n" << std::flush;  // one write
-      pg->abort(1);  // the other ranks would wait for this one until their timeout
-    }
-    return;
-  }
-  std::printf("backend: local, %d rank-threads in one process\n", flags.workers);
-  parallel::run_local_world(flags.workers, fn);
+  if (flags.backend == "local") std::printf("backend: local, %d rank-threads in one process\n", flags.workers);
+  parallel::run_world({.group = {.backend = flags.backend}, .local_world_size = flags.workers}, argc, argv,
+                      [&](std::shared_ptr<parallel::ProcessGroup> pg) {
+                        if (flags.backend == "mpi" && pg->rank() == 0)
+                          std::printf("backend: mpi, %d processes\n", pg->size());
+                        fn(pg);
+                      });
 }
 
 void print_verdict(const std::string& claim, bool confirmed, const std::string& details) {

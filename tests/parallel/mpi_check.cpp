@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "checks.h"
+#include "parallel/launch.h"
 
 namespace rg::parallel {
 using namespace testing;
@@ -70,12 +71,25 @@ void fail_on_rank_1(ProcessGroup& pg, bool die) {
   Tensor t = Tensor::ones({1000});
   pg.all_reduce(t);  // never completes: the job must end anyway
 }
+// run_world under mpirun: rank 1's error is printed naming the rank and ends the job while
+// the others wait in an all-reduce it never joins.
+int fail_inside_run_world(int argc, char** argv) {
+  run_world({.group = {.backend = "mpi"}, .exit_code = [](const std::exception&) { return 3; }}, argc, argv,
+            [](std::shared_ptr<ProcessGroup> pg) {
+              pg->barrier();
+              if (pg->rank() == 1) throw Error("injected failure inside run_world");
+              Tensor t = Tensor::ones({1000});
+              pg->all_reduce(t);
+            });
+  return 1;  // not reached: the job is aborted
+}
 }  // namespace
 
 int run(int argc, char** argv) {
 
   std::string mode = argc > 1 ? argv[1] : "collectives";
   std::string arg = argc > 2 ? argv[2] : "";
+  if (mode == "run_world") return fail_inside_run_world(argc, argv);
   bool failure_test = mode == "skip" || mode == "mismatch" || mode == "absent";
   ProcessGroupOptions options{.backend = "mpi", .timeout_s = failure_test ? 3.0 : 0.0, .debug = mode == "mismatch"};
   std::shared_ptr<ProcessGroup> pg;

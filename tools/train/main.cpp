@@ -2,13 +2,12 @@
 // folder or synthetic data, with a progress bar, metrics, charts and checkpoints. Exit codes:
 // 0 done, 1 bad data or a failure while training, 2 bad flags (including --resume).
 #include <algorithm>
-#include <cstdlib>
 #include <iostream>
 #include <optional>
 
 #include "data/named.h"
 #include "models/named.h"
-#include "parallel/process_group.h"
+#include "parallel/launch.h"
 #include "tensor/blas.h"
 #include "tensor/cuda.h"
 #include "tensor/thread_pool.h"
@@ -34,10 +33,7 @@ int fail(int code, const std::exception& e) {
 }
 
 // Under mpirun only rank 0 speaks; MPI is not initialised yet when the data is read.
-bool is_main_process() {
-  const char* rank = std::getenv("OMPI_COMM_WORLD_RANK");
-  return rank == nullptr || std::string(rank) == "0";
-}
+bool is_main_process() { return parallel::mpirun_placement().value_or(parallel::MpirunPlacement{}).rank == 0; }
 
 RunSummary train(const TrainOptions& options, const DataSplits& data, const std::shared_ptr<nn::Module>& model,
                  int argc, char** argv, bool& is_main) {
@@ -57,8 +53,7 @@ RunSummary train(const TrainOptions& options, const DataSplits& data, const std:
 // its local rank on the node names (as torchrun's LOCAL_RANK does); cuda:N names one outright.
 std::string training_device(const TrainOptions& o) {
   if (o.device != "cuda" || o.backend != "nccl") return o.device;
-  const char* local_rank = std::getenv("OMPI_COMM_WORLD_LOCAL_RANK");
-  return "cuda:" + std::string(local_rank ? local_rank : "0");
+  return "cuda:" + std::to_string(parallel::mpirun_placement().value_or(parallel::MpirunPlacement{}).local_rank);
 }
 
 // Why the options cannot run on this build and machine, or nothing.
@@ -116,7 +111,7 @@ int run_training(TrainOptions options, int argc, char** argv) {
     const RunSummary summary = train(options, data, model, argc, argv, is_main);
     if (is_main) print_summary(std::cout, summary, options.out);
   } catch (const ResumeError& e) {
-    return fail(2, "--resume: " + e.message());
+    return fail(2, e);
   }
   return 0;
 }

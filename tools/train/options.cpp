@@ -8,7 +8,6 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
-#include <cstdlib>
 #include <filesystem>
 #include <map>
 #include <optional>
@@ -17,6 +16,7 @@
 
 #include "data/named.h"
 #include "models/named.h"
+#include "parallel/launch.h"
 
 namespace rg::train {
 
@@ -148,12 +148,6 @@ void check_flags_apply(const FlagText& f, const std::string& mode) {
   if (asynchronous && f.given("--warmup-epochs")) throw FlagError{"--warmup-epochs", "is not available with " + mode};
 }
 
-// Under mpirun every process sees its world size here, before MPI is initialised.
-std::optional<int> mpirun_world_size() {
-  const char* size = std::getenv("OMPI_COMM_WORLD_SIZE");
-  return size ? std::optional<int>(std::atoi(size)) : std::nullopt;
-}
-
 int workers_or(const FlagText& f, int automatic) {
   return f.text("--workers") == "auto" ? automatic : static_cast<int>(f.integer("--workers", 1));
 }
@@ -179,8 +173,9 @@ std::string backend_flag(const FlagText& f, const TrainOptions& o, bool under_mp
 }
 
 void convert_world(const FlagText& f, TrainOptions& o) {
-  const std::optional<int> mpi_size = mpirun_world_size();
-  o.backend = backend_flag(f, o, mpi_size.has_value());
+  // Under mpirun every process sees its world size here, before MPI is initialised.
+  const auto mpirun = parallel::mpirun_placement();
+  o.backend = backend_flag(f, o, mpirun.has_value());
   if (o.parallel == "none") {
     o.workers = 1;
   } else if (o.parallel == "dp" || o.parallel == "hogwild") {  // one process
@@ -190,10 +185,11 @@ void convert_world(const FlagText& f, TrainOptions& o) {
     o.workers = workers_or(f, 2);
   } else if (o.backend != "local") {
     const int server = o.parallel == "async-ps" ? 1 : 0;  // async-ps: rank 0 serves, the others work
-    if (*mpi_size <= server) throw FlagError{"--parallel", "async-ps needs at least 2 processes (a server and a worker)"};
-    o.workers = workers_or(f, *mpi_size - server);
-    if (o.workers + server != *mpi_size)
-      throw FlagError{"--workers", "is " + f.text("--workers") + " but mpirun started " + std::to_string(*mpi_size) +
+    const int processes = mpirun->world_size;
+    if (processes <= server) throw FlagError{"--parallel", "async-ps needs at least 2 processes (a server and a worker)"};
+    o.workers = workers_or(f, processes - server);
+    if (o.workers + server != processes)
+      throw FlagError{"--workers", "is " + f.text("--workers") + " but mpirun started " + std::to_string(processes) +
                                        " processes; with --backend mpi each process is one worker" +
                                        (server ? " (and rank 0 the server)" : "")};
   } else {

@@ -7,6 +7,7 @@
 
 #include "data/sampler.h"
 #include "nn/checkpoint.h"
+#include "parallel/launch.h"
 
 namespace rg::train {
 
@@ -173,63 +174,37 @@ RunSummary run_hogwild_threads(const TrainOptions& options, const DataSplits& da
   return summary;
 }
 
-ParallelOutcome run_on_local_world(const TrainOptions& options, const DataSplits& data,
-                                   const std::shared_ptr<nn::Module>& model) {
-  if (options.parallel == "hogwild") return {run_hogwild_threads(options, data, model), true};
-  ParallelOutcome outcome;
-  if (options.parallel == "async-ps") {
-    parallel::run_local_world(options.workers + 1, [&](std::shared_ptr<ProcessGroup> pg) {
-      if (pg->rank() == 0) {
-        outcome.summary = serve(options, data, model, pg);
-      } else {
-        work_for_server(options, data, model->clone(), pg);
-      }
-    });
-    return outcome;
-  }
-  const auto trace_epoch = report::TraceRecorder::Clock::now();  // one clock for all rank-threads
-  parallel::run_local_world(
-      options.workers,
-      [&](std::shared_ptr<ProcessGroup> pg) {
-        DDPTrainer trainer(options, model->clone(), data, pg);
-        trainer.set_trace_epoch(trace_epoch);
-        RunSummary summary = trainer.run();
-        if (pg->rank() == 0) outcome.summary = summary;
-      },
-      {.backend = "local", .algorithm = parallel::parse_algorithm(options.allreduce)});
-  return outcome;
-}
-
-// A rank that fails must end the whole job (MPI_Abort), or the others wait for it until
-// their timeout.
-ParallelOutcome run_under_mpi(const TrainOptions& options, const DataSplits& data,
-                              const std::shared_ptr<nn::Module>& model, int argc, char** argv) {
-  auto pg = parallel::init_process_group(
-      {.backend = options.backend, .algorithm = parallel::parse_algorithm(options.allreduce)}, argc, argv);
-  try {
-    if (options.parallel == "async-ps") {
-      if (pg->rank() == 0) return {serve(options, data, model, pg), true};
-      return {work_for_server(options, data, model, pg), false};
-    }
-    DDPTrainer trainer(options, model, data, pg);
-    pg->barrier();  // the ranks' trace clocks start together (to a few microseconds)
-    trainer.set_trace_epoch(report::TraceRecorder::Clock::now());
-    return {trainer.run(), pg->rank() == 0};
-  } catch (const ResumeError& e) {
-    std::cerr << "error: " + parallel::from_rank(pg->rank(), "--resume: " + e.message()) + "\n" << std::flush;  // one write
-    pg->abort(2);
-  } catch (const std::exception& e) {
-    std::cerr << "error: " + parallel::from_rank(pg->rank(), e.what()) + "\n" << std::flush;  // one write: ranks share stderr
-    pg->abort(1);
-  }
+RunSummary train_ddp_rank(const TrainOptions& options, const DataSplits& data,
+                          const std::shared_ptr<nn::Module>& model, const std::shared_ptr<ProcessGroup>& pg) {
+  DDPTrainer trainer(options, model, data, pg);
+  pg->barrier();  // the ranks' trace clocks start together (to a few microseconds)
+  trainer.set_trace_epoch(report::TraceRecorder::Clock::now());
+  return trainer.run();
 }
 
 }  // namespace
 
+// Rank-threads train clones of the model (the server of a local async-ps world, rank 0,
+// serves the model itself); a process under mpirun trains its own copy. A --resume problem
+// under mpirun ends the job as it would end one process: with exit code 2.
 ParallelOutcome train_on_workers(const TrainOptions& options, const DataSplits& data,
                                  const std::shared_ptr<nn::Module>& model, int argc, char** argv) {
-  if (options.backend != "local") return run_under_mpi(options, data, model, argc, argv);  // mpi or nccl
-  return run_on_local_world(options, data, model);
+  if (options.parallel == "hogwild") return {run_hogwild_threads(options, data, model), true};
+  const bool local = options.backend == "local", async_ps = options.parallel == "async-ps";
+  ParallelOutcome outcome{.is_main = local};
+  const parallel::WorldLaunch launch{
+      .group = {.backend = options.backend, .algorithm = parallel::parse_algorithm(options.allreduce)},
+      .local_world_size = options.workers + (async_ps ? 1 : 0),
+      .exit_code = [](const std::exception& e) { return dynamic_cast<const ResumeError*>(&e) ? 2 : 1; }};
+  parallel::run_world(launch, argc, argv, [&](std::shared_ptr<ProcessGroup> pg) {
+    const bool server = async_ps && pg->rank() == 0;
+    const auto replica = local && !server ? model->clone() : model;
+    RunSummary summary = server     ? serve(options, data, replica, pg)
+                         : async_ps ? work_for_server(options, data, replica, pg)
+                                    : train_ddp_rank(options, data, replica, pg);
+    if (pg->rank() == 0) outcome = {summary, true};
+  });
+  return outcome;
 }
 
 }  // namespace rg::train

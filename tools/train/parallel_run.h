@@ -96,7 +96,7 @@ class AsyncTrainer : public Trainer {
 // hogwild: replicas sharing its data) or, with options.backend == "mpi", as this process's
 // rank. Returns the summary to print and whether this process prints it.
 struct ParallelOutcome {
-  RunSummary summary;
+  RunSummary summary = {};
   bool is_main = true;
 };
 ParallelOutcome train_on_workers(const TrainOptions& options, const DataSplits& data,

@@ -31,10 +31,11 @@ namespace rg::train {
 
 using data::DataSplits;
 
-// A --resume checkpoint that cannot be used with this run: a flag problem (exit code 2).
+// A --resume checkpoint that cannot be used with this run: a flag problem (exit code 2),
+// "--resume: <problem>".
 class ResumeError : public Error {
  public:
-  using Error::Error;
+  explicit ResumeError(const std::string& problem) : Error("--resume: " + problem) {}
 };
 
 struct StepResult {
