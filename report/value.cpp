@@ -2,6 +2,7 @@
 #include "report/value.h"
 
 #include <limits>
+#include <sstream>
 
 #include "tensor/error.h"
 
@@ -27,6 +28,20 @@ double Value::as_number() const {
 const std::string& Value::as_string() const {
   RG_CHECK(is_string(), "Value::as_string: value is not a string");
   return std::get<std::string>(value_);
+}
+
+std::string Value::text() const {
+  return visit([](const auto& x) -> std::string {
+    using T = std::decay_t<decltype(x)>;
+    if constexpr (std::is_same_v<T, std::monostate>) return "";
+    else if constexpr (std::is_same_v<T, std::string>) return x;
+    else if constexpr (std::is_same_v<T, bool>) return x ? "true" : "false";
+    else {
+      std::ostringstream out;
+      out << x;
+      return out.str();
+    }
+  });
 }
 
 }  // namespace rg::report

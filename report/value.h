@@ -37,6 +37,8 @@ class Value {
   std::int64_t as_int() const;
   double as_number() const;
   const std::string& as_string() const;
+  // As a person reads it: "" for null, "true"/"false", numbers as an ostream prints them.
+  std::string text() const;
 
   // Calls f with the held alternative (std::monostate for null).
   template <class F>

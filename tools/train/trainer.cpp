@@ -13,10 +13,10 @@
 #include "autograd/functions.h"
 #include "data/sampler.h"
 #include "nn/checkpoint.h"
-#include "report/html_page.h"
 #include "report/progress.h"
 #include "report/table.h"
 #include "report/training_charts.h"
+#include "report/training_report.h"
 #include "tensor/blas.h"
 #include "tensor/thread_pool.h"
 
@@ -377,76 +377,32 @@ std::optional<report::FlowPicture> Trainer::flow_picture(const std::vector<repor
        .ranks = report::flow_ranks(events, steps, std::vector<int64_t>(role_.world_size, options_.worker_batch()))});
 }
 
-namespace {
-std::string text_of(const report::Value& v) {
-  return v.visit([](const auto& x) -> std::string {
-    using T = std::decay_t<decltype(x)>;
-    if constexpr (std::is_same_v<T, std::monostate>) return "";
-    else if constexpr (std::is_same_v<T, std::string>) return x;
-    else if constexpr (std::is_same_v<T, bool>) return x ? "true" : "false";
-    else {
-      std::ostringstream out;
-      out << x;
-      return out.str();
-    }
-  });
-}
-}  // namespace
-
 // OUT/report.html: the configuration, the batch arithmetic, the curves, the result and,
 // for a traced parallel run, the per-rank timeline, traffic and overlap, on one page.
 void Trainer::write_report(const RunSummary& s, const std::vector<report::TraceEvent>& events,
                            const std::vector<parallel::CommStats>& traffic,
                            const std::optional<report::FlowPicture>& flow) const {
-  report::HtmlPage page("ringgrad-train: " + options_.model + " on " + data_.train->name());
-  std::vector<std::pair<std::string, std::string>> config;
-  for (const auto& [key, value] : config_fields()) config.emplace_back(key, text_of(value));
   std::ostringstream result;
   result << std::fixed << std::setprecision(2) << 100 * s.test.accuracy() << "% (test loss " << std::setprecision(4)
          << s.test.loss() << ")";
-  page.heading("Result")
-      .facts({{"test accuracy", result.str()},
-              {"steps", std::to_string(s.steps)},
-              {"epochs", std::to_string(s.epochs)},
-              {"samples/s (training)", std::to_string(static_cast<int64_t>(s.samples_per_s))},
-              {"time", report::Table::number(s.time_s, 1) + " s"}})
-      .heading("Batch arithmetic")
-      .paragraph(describe_batch_and_lr(options_));
-  const auto records = report::read_jsonl(metrics_path());
-  page.heading("Training curves")
-      .chart(report::training_chart(records, "loss"), "loss per step (window mean) and on the test set")
-      .chart(report::training_chart(records, "accuracy"), "accuracy per step (window mean) and on the test set");
-  if (flow) {
-    page.heading("One step, as the lecture draws it")
-        .chart(*flow, "scatter, forward and backward on every rank, the all-reduce, the identical update: the "
-                      "shapes, bytes and times of this run's traced steps");
-  }
-  if (!events.empty()) {
-    page.heading("Timeline of steps 1-" + std::to_string(options_.trace_steps))
-        .chart(report::to_timeline(events, {.title = "one lane per rank", .x_label = "time (ms)"}),
-               "forward, backward, each all-reduce on the communication thread, waits, optimizer (trace.json has "
-               "the detail: ui.perfetto.dev)");
-  }
-  if (s.comm_hidden) {
-    std::ostringstream hidden;
-    hidden << std::fixed << std::setprecision(0) << 100 * *s.comm_hidden << "% of the traced steps' all-reduce time "
-           << "ran while backward was still computing";
-    page.heading("Overlap").paragraph(hidden.str());
-  }
-  if (!traffic.empty()) {
-    std::vector<std::string> ranks;
-    std::vector<double> sent, received;
-    for (size_t r = 0; r < traffic.size(); ++r) {
-      ranks.push_back("rank " + std::to_string(r));
-      sent.push_back(static_cast<double>(traffic[r].bytes_sent) / (1 << 20));
-      received.push_back(static_cast<double>(traffic[r].bytes_received) / (1 << 20));
-    }
-    report::BarChart bars({.title = "traffic per rank over the run", .y_label = "MiB"}, ranks);
-    bars.add_series("sent", sent).add_series("received", received);
-    page.heading("Traffic per rank").chart(bars, "bytes each rank's process group sent and received");
-  }
-  page.heading("Configuration").facts(config);
-  page.save(out_dir_ / "report.html");
+  std::vector<report::RankTraffic> bytes;
+  for (const parallel::CommStats& rank : traffic) bytes.push_back({rank.bytes_sent, rank.bytes_received});
+  report::write_training_report(
+      out_dir_ / "report.html",
+      {.title = "ringgrad-train: " + options_.model + " on " + data_.train->name(),
+       .result = {{"test accuracy", result.str()},
+                  {"steps", s.steps},
+                  {"epochs", s.epochs},
+                  {"samples/s (training)", static_cast<int64_t>(s.samples_per_s)},
+                  {"time", report::Table::number(s.time_s, 1) + " s"}},
+       .batch_arithmetic = describe_batch_and_lr(options_),
+       .metrics = metrics_path(),
+       .flow = flow,
+       .events = events,
+       .traced_steps = "1-" + std::to_string(options_.trace_steps),
+       .comm_hidden = s.comm_hidden,
+       .traffic = bytes,
+       .config = config_fields()});
 }
 
 void print_summary(std::ostream& out, const RunSummary& s, const std::filesystem::path& out_dir) {
