@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstring>
 #include <functional>
+#include <string>
 #include <vector>
 
 #include "ringgrad.h"
@@ -62,7 +63,30 @@ static void bench_add() {
   std::printf("  add: %.1f GB/s   memcpy: %.1f GB/s   ratio %.2f\n", add_gbs, copy_gbs, add_gbs / copy_gbs);
 }
 
-int main() {
+// The sgemm roofline the training benchmarks quote: OpenBLAS's best GFLOP/s on square
+// float32 products at `threads` threads (bench/run_vs_libtorch.sh reads this line).
+static void print_sgemm_roofline(int threads) {
+  openblas_set_num_threads(threads);
+  Generator gen(1);
+  double best = 0;
+  for (int64_t n : {512, 1024, 2048}) {
+    Tensor a = rand({n, n}, gen), b = rand({n, n}, gen), c = Tensor::empty({n, n});
+    const double seconds = median_seconds(n >= 2048 ? 3 : 7, [&] {
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a.data<float>(), n, b.data<float>(), n,
+                  0.0f, c.data<float>(), n);
+    });
+    best = std::max(best, 2.0 * n * n * n / seconds / 1e9);
+  }
+  openblas_set_num_threads(1);
+  std::printf("sgemm_roofline threads=%d gflops=%.1f\n", threads, best);
+}
+
+// bench_tensor [--sgemm-roofline]
+int main(int argc, char** argv) {
+  if (argc > 1 && std::string(argv[1]) == "--sgemm-roofline") {
+    for (int threads : {1, 2}) print_sgemm_roofline(threads);
+    return 0;
+  }
   std::printf("bench_tensor: rg::matmul vs OpenBLAS, add vs memcpy (median of repeats)\n");
   for (int threads : {1, 2}) bench_matmul(threads);
   for (int threads : {1, 2}) {

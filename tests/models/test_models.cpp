@@ -99,6 +99,30 @@ TEST_CASE("models.mlp_and_cnn_compute_their_sequential_twins", "[models]") {
   CHECK(max_abs_diff(cnn(x).data(), cnn_twin(x).data()) == 0.0);
 }
 
+// The CNN pools before its ReLUs (cnn.cpp): the same gradients as PyTorch's order, bit for
+// bit, ties included: an all-zero image makes every window a tie of bias-only outputs.
+TEST_CASE("models.cnn_pools_before_its_relu_with_the_same_gradients", "[models]") {
+  Generator gen(5);
+  Tensor x = randn({3, 1, 12, 12}, gen);
+  x.narrow(0, 2, 1).fill_(0.0);
+  const Tensor upstream = randn({3, 10}, gen);
+  CNN cnn({1, 12, 12, 10});
+  nn::Sequential twin(cnn.conv1, nn::ReLU(), nn::MaxPool2d(2), cnn.conv2, nn::ReLU(), nn::MaxPool2d(2), nn::Flatten(),
+                      cnn.fc);
+  auto gradients = [&](nn::Module& model) {
+    cnn.zero_grad();
+    sum(model(x) * Variable(upstream)).backward();
+    std::vector<Tensor> grads;
+    for (const Variable& p : cnn.parameters()) grads.push_back(p.grad().clone());
+    return grads;
+  };
+  const auto ours = gradients(cnn), pytorch_order = gradients(twin);
+  for (size_t i = 0; i < ours.size(); ++i) {
+    INFO("parameter " << i);
+    CHECK(max_abs_diff(ours[i], pytorch_order[i]) == 0.0);
+  }
+}
+
 TEST_CASE("models.clones_are_deep_copies_of_the_same_class", "[models]") {
   for (const auto& name : model_names()) {
     INFO(name);
