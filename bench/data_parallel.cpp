@@ -3,6 +3,7 @@
 // the local backend with N ranks (the reference), and their ratio; plus the bytes device 0
 // receives per DataParallel step (claim C12).
 //   bench_data_parallel [--workers N (2)] [--batch B (128)] [--steps S (30)]
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -95,15 +96,20 @@ double ddp_step(const Config& c, const Data& data) {
 
 Config parse(int argc, char** argv) {
   Config c;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    if (std::strcmp(argv[i], "--workers") == 0) c.workers = std::stoi(argv[i + 1]);
-    else if (std::strcmp(argv[i], "--batch") == 0) c.batch = std::stoll(argv[i + 1]);
-    else if (std::strcmp(argv[i], "--steps") == 0) c.steps = std::stoi(argv[i + 1]);
-    else RG_THROW("bench_data_parallel: unknown option ", argv[i]);
+  CLI::App app{"bench_data_parallel: DataParallel against DDP on the same MLP steps"};
+  app.add_option("--workers", c.workers, "devices (DataParallel) and ranks (DDP)")->check(CLI::Range(1, 64));
+  app.add_option("--batch", c.batch, "the global batch, split over the workers")->check(CLI::Range(1, 1 << 20));
+  app.add_option("--steps", c.steps, "timed steps")->check(CLI::Range(1, 1000000));
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    std::exit(app.exit(e) == 0 ? 0 : 2);  // 2: a bad flag, as ringgrad-train
   }
-  RG_CHECK(c.workers > 0 && c.steps > 0, "bench_data_parallel: --workers and --steps must be positive");
-  RG_CHECK(c.batch % c.workers == 0, "bench_data_parallel: --batch ", c.batch, " must be a multiple of --workers ",
-           c.workers);
+  if (c.batch % c.workers != 0) {
+    std::fprintf(stderr, "error: --batch %lld must be a multiple of --workers %d\n", static_cast<long long>(c.batch),
+                 c.workers);
+    std::exit(2);
+  }
   return c;
 }
 

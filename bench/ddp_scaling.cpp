@@ -192,16 +192,16 @@ Config parse(int argc, char** argv) {
   app.add_option("--model", c.model, "mlp, cnn or both")->check(CLI::IsMember({"mlp", "cnn", "both"}));
   app.add_option("--backend", c.backend, "local (ranks as threads) or mpi (under mpirun)")
       ->check(CLI::IsMember({"local", "mpi"}));
-  app.add_option("--batch", c.batch, "samples per rank per step")->check(CLI::PositiveNumber);
+  app.add_option("--batch", c.batch, "samples per rank per step")->check(CLI::Range(1, 1 << 20));
   app.add_option("--ranks", c.ranks, "ranks of the local backend")->check(CLI::Range(1, 64));
-  app.add_option("--steps", c.steps, "timed steps per measurement (0: mlp 300, cnn 30)")->check(CLI::NonNegativeNumber);
-  app.add_option("--warmup", c.warmup, "untimed steps before each measurement")->check(CLI::NonNegativeNumber);
-  app.add_option("--reps", c.reps, "repetitions; each figure is their median")->check(CLI::PositiveNumber);
-  app.add_option("--threads", c.threads, "CPU threads per rank")->check(CLI::PositiveNumber);
+  app.add_option("--steps", c.steps, "timed steps per measurement (0: mlp 300, cnn 30)")->check(CLI::Range(0, 1000000));
+  app.add_option("--warmup", c.warmup, "untimed steps before each measurement")->check(CLI::Range(0, 1000000));
+  app.add_option("--reps", c.reps, "repetitions; each figure is their median")->check(CLI::Range(1, 1000));
+  app.add_option("--threads", c.threads, "CPU threads per rank")->check(CLI::Range(1, 256));
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    std::exit(app.exit(e));
+    std::exit(app.exit(e) == 0 ? 0 : 2);  // 2: a bad flag, as ringgrad-train
   }
   return c;
 }

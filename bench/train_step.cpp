@@ -3,6 +3,7 @@
 // device. scripts/gpu-check.sh runs it next to bench/torch_train_step.py (the same models
 // and steps in PyTorch) and prints the ratio.
 //   bench_train_step --device cuda|cpu [--steps N]
+#include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -39,11 +40,22 @@ static double samples_per_second(const std::string& model_name, int64_t batch, i
 }
 
 int main(int argc, char** argv) {
-  Device device = Device::cpu();
+  std::string device_name = "cpu";
   int steps = 200;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    if (std::strcmp(argv[i], "--device") == 0) device = Device::parse(argv[i + 1]);
-    if (std::strcmp(argv[i], "--steps") == 0) steps = std::stoi(argv[i + 1]);
+  CLI::App app{"bench_train_step: samples/s of one training step of the MLP and the CNN"};
+  app.add_option("--device", device_name, "cpu, cuda or cuda:N");
+  app.add_option("--steps", steps, "timed steps per model")->check(CLI::Range(1, 1000000));
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;  // 2: a bad flag, as ringgrad-train
+  }
+  Device device = Device::cpu();
+  try {
+    device = Device::parse(device_name);
+  } catch (const Error& e) {
+    std::fprintf(stderr, "error: --device: %s\n", e.message().c_str());
+    return 2;
   }
   if (device.is_cuda() && !cuda::is_available()) {
     std::printf("bench_train_step: skipped, %s\n", cuda::unavailable_reason().c_str());

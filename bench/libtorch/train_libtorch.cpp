@@ -4,6 +4,7 @@
 // Usage: bench_train_libtorch --model mlp|cnn --batch-size N --threads T --steps S
 #include <torch/torch.h>
 
+#include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -22,13 +23,15 @@ struct Args {
 
 Args parse(int argc, char** argv) {
   Args a;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string flag = argv[i], value = argv[i + 1];
-    if (flag == "--model") a.model = value;
-    else if (flag == "--batch-size") a.batch_size = std::stoll(value);
-    else if (flag == "--threads") a.threads = std::stoi(value);
-    else if (flag == "--steps") a.steps = std::stoll(value);
-    else throw std::runtime_error("unknown flag " + flag);
+  CLI::App app{"bench_train_libtorch: LibTorch's training samples/s on Fashion-MNIST"};
+  app.add_option("--model", a.model, "mlp or cnn")->check(CLI::IsMember({"mlp", "cnn"}));
+  app.add_option("--batch-size", a.batch_size, "samples per step")->check(CLI::Range(int64_t{1}, int64_t{60000}));
+  app.add_option("--threads", a.threads, "LibTorch's threads")->check(CLI::Range(1, 256));
+  app.add_option("--steps", a.steps, "timed steps")->check(CLI::Range(1, 1000000));
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    std::exit(app.exit(e) == 0 ? 0 : 2);  // 2: a bad flag, as ringgrad-train
   }
   return a;
 }
