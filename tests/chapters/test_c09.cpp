@@ -1,7 +1,7 @@
 // chapters.c09_*: the verdict follows the rule of chapters/09_library_vs_handwritten/README.md
 // from the ratios it prints (library/relay >= 10x at the median size for some N, library >= the better ring at
 // the largest N and size); with --library-is-ring our ring stands in for the library, the
-// library/best-ring ratio falls to about 1 and the verdict cannot be confirmed.
+// library/relay ratio is the ring's own and the verdict cannot be confirmed.
 #include <filesystem>
 
 #include "run_chapter.h"
@@ -47,9 +47,12 @@ TEST_CASE("chapters.c09_library_vs_handwritten_flips", "[chapters]") {
   INFO(run.output);
   const Verdict verdict = check_rule(run);
   CHECK_FALSE(verdict.confirmed);
-  // The "library" is our ring now: it is no better than the ring it is compared with (a
-  // margin for the timing noise of a shared machine).
-  CHECK(number_after(verdict.details, "library/best ring ") < 1.5);
+  // The "library" is our ring now, so library/relay is the ring's own ratio to the relay and
+  // stays far below 10x. library/best ring compares the ring with itself: a timing ratio near 1
+  // that one disturbed 1 MiB round on a shared machine moves to 2 (CI saw 2.07), so it is not
+  // asserted.
+  CHECK(run.output.find("--library-is-ring: our ring runs in its place") != std::string::npos);
+  CHECK(number_after(verdict.details, "library/relay busbw ") < 10);
 }
 
 }  // namespace rg::chapters::test
