@@ -1,11 +1,16 @@
-// blas_info(): OpenBLAS's own report of its build and kernels, and the CPU's AVX-512 support.
+// blas_info(): OpenBLAS's own report of its build and kernels, and the CPU's AVX-512 support;
+// the convolution's choice of GEMM.
 #include "tensor/blas.h"
 
 #include <cblas.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <set>
 #include <string>
+
+#include "tensor/cpu/sgemm_avx512.h"
+#include "tensor/error.h"
 
 namespace rg {
 
@@ -38,5 +43,30 @@ BlasInfo blas_info() {
   }
   return info;
 }
+
+namespace {
+
+ConvGemm default_conv_gemm() {
+  const char* asked = std::getenv("RINGGRAD_CONV_GEMM");
+  if (asked && std::string(asked) == "openblas") return ConvGemm::openblas;
+  return cpu::own_sgemm_supported() ? ConvGemm::own_avx512 : ConvGemm::openblas;
+}
+
+std::atomic<ConvGemm>& conv_gemm_choice() {
+  static std::atomic<ConvGemm> choice{default_conv_gemm()};
+  return choice;
+}
+
+}  // namespace
+
+ConvGemm conv_gemm() { return conv_gemm_choice().load(std::memory_order_relaxed); }
+
+void set_conv_gemm(ConvGemm choice) {
+  RG_CHECK(choice == ConvGemm::openblas || cpu::own_sgemm_supported(),
+           "set_conv_gemm: ringgrad-avx512 needs AVX-512F, which this CPU lacks");
+  conv_gemm_choice().store(choice, std::memory_order_relaxed);
+}
+
+const char* conv_gemm_name(ConvGemm choice) { return choice == ConvGemm::openblas ? "openblas" : "ringgrad-avx512"; }
 
 }  // namespace rg

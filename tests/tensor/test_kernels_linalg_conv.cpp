@@ -13,6 +13,7 @@
 #include "tensor/blas.h"
 #include "tensor/cpu/cpu_backend.h"
 #include "tensor/cpu/reference.h"
+#include "tensor/cpu/sgemm_avx512.h"
 
 using namespace rg;
 using ref::at;
@@ -87,6 +88,48 @@ void check_matmul(int64_t batch, int64_t m, int64_t k, int64_t n, DType dtype) {
 }  // namespace
 
 // ---- matmul ----
+
+// ringgrad's own AVX-512 GEMM (the float32 convolution's) against the triple loop, in double:
+// every transposition, beta 0 and 1, leading dimensions wider than the rows, and sizes around
+// its 8-row and 16/48-column tiles and its 128-deep slices (ragged edges everywhere).
+TEST_CASE("tensor.own_sgemm_matches_naive_loops", "[tensor]") {
+  if (!cpu::own_sgemm_supported()) {
+    CHECK_THROWS_WITH(set_conv_gemm(ConvGemm::own_avx512), Catch::Contains("AVX-512F"));
+    WARN("skipped: this CPU has no AVX-512F, so the convolution runs OpenBLAS only");
+    return;
+  }
+  uint64_t seed = 0;
+  for (bool trans_a : {false, true})
+    for (bool trans_b : {false, true})
+      for (auto [m, n, k] : std::vector<std::array<int64_t, 3>>{
+               {1, 1, 1}, {7, 15, 3}, {8, 16, 128}, {9, 17, 129}, {33, 47, 257}, {17, 49, 300}, {520, 100, 25},
+               {3, 33, 5}, {13, 48, 130}, {30, 64, 64}, {32, 196, 400}, {400, 32, 196}, {400, 196, 32}, {3, 5, 0}})
+        for (float beta : {0.0f, 1.0f}) {
+          INFO("trans_a " << trans_a << " trans_b " << trans_b << " m " << m << " n " << n << " k " << k
+                          << " beta " << beta);
+          const int64_t lda = (trans_a ? m : k) + 3, ldb = (trans_b ? k : n) + 2, ldc = n + 1;
+          const Tensor a = random_tensor({(trans_a ? k : m) * lda + 1}, ++seed);
+          const Tensor b = random_tensor({(trans_b ? n : k) * ldb + 1}, ++seed);
+          Tensor c = random_tensor({m * ldc}, ++seed);
+          const std::vector<float> av = a.to_vector<float>(), bv = b.to_vector<float>(), before = c.to_vector<float>();
+          cpu::own_sgemm(trans_a, trans_b, m, n, k, a.data<float>(), lda, b.data<float>(), ldb, beta, c.data<float>(),
+                         ldc);
+          const std::vector<float> after = c.to_vector<float>();
+          double worst = 0;
+          for (int64_t i = 0; i < m; ++i)
+            for (int64_t j = 0; j < ldc; ++j) {
+              double want = before[i * ldc + j];  // the padding columns past n stay as they were
+              if (j < n) {
+                want *= beta;
+                for (int64_t p = 0; p < k; ++p)
+                  want += static_cast<double>(trans_a ? av[p * lda + i] : av[i * lda + p]) *
+                          (trans_b ? bv[j * ldb + p] : bv[p * ldb + j]);
+              }
+              worst = std::max(worst, std::abs(want - after[i * ldc + j]));
+            }
+          CHECK(worst <= tolerance(DType::float32, k) * 4);
+        }
+}
 
 TEST_CASE("tensor.blas_info_names_openblas_and_its_kernels", "[tensor]") {
   const BlasInfo info = blas_info();
@@ -180,16 +223,32 @@ Shape cols_shape(const Shape& x, const Conv2dGeometry& g) {
   return {x[0], x[1] * g.kernel_h * g.kernel_w, out[2] * out[3]};
 }
 
+// The float32 convolution's GEMMs this CPU can run: OpenBLAS, and ringgrad's own where it has AVX-512.
+std::vector<ConvGemm> conv_gemms_here() {
+  if (!cpu::own_sgemm_supported()) return {ConvGemm::openblas};
+  return {ConvGemm::openblas, ConvGemm::own_avx512};
+}
+
+// Restores the convolution's GEMM choice on scope exit.
+struct ConvGemmGuard {
+  ConvGemm saved = conv_gemm();
+  ~ConvGemmGuard() { set_conv_gemm(saved); }
+};
+
 template <class Fn>
 void for_each_case(Fn fn) {
+  ConvGemmGuard guard;
   for (DType dtype : {DType::float32, DType::float64})
-    for (const Shape& shape : std::vector<Shape>{{2, 3, 7, 9}, {1, 1, 5, 5}, {3, 2, 33, 17}, {64, 4, 12, 12}})
-      for (const Conv2dGeometry& g : kGeometries) {
-        INFO(dtype_name(dtype) << " x " << shape_str(shape) << ", kernel " << g.kernel_h << "x" << g.kernel_w
-                               << ", stride " << g.stride_h << "x" << g.stride_w << ", pad " << g.pad_h << "x"
-                               << g.pad_w);
-        fn(dtype, shape, g);
-      }
+    for (ConvGemm gemm : dtype == DType::float32 ? conv_gemms_here() : std::vector<ConvGemm>{ConvGemm::openblas}) {
+      set_conv_gemm(gemm);
+      for (const Shape& shape : std::vector<Shape>{{2, 3, 7, 9}, {1, 1, 5, 5}, {3, 2, 33, 17}, {64, 4, 12, 12}})
+        for (const Conv2dGeometry& g : kGeometries) {
+          INFO(dtype_name(dtype) << " (" << conv_gemm_name(gemm) << ") x " << shape_str(shape) << ", kernel "
+                                 << g.kernel_h << "x" << g.kernel_w << ", stride " << g.stride_h << "x" << g.stride_w
+                                 << ", pad " << g.pad_h << "x" << g.pad_w);
+          fn(dtype, shape, g);
+        }
+    }
 }
 
 }  // namespace

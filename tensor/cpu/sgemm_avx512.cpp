@@ -1,0 +1,156 @@
+// The GEMM of sgemm_avx512.h, after the loop structure of Goto & van de Geijn, "Anatomy of
+// High-Performance Matrix Multiplication" (ACM TOMS 34(3), 2008), cut down for the
+// convolution's small shapes: a micro-tile of 8 rows x 48 columns of c lives in 24 of the 32
+// vector registers while it sums over a slice of the depth, each step one load of op(b) per 16
+// columns, one broadcast of op(a) per row and 24 fused multiply-adds. Neither operand is
+// packed unless it must be: packing costs as much as the arithmetic when one dimension is as
+// small as the convolution's (32 output channels), so op(a) is read where it lies, and op(b)
+// too when its rows are contiguous; a transposed b (16 KiB or so) is packed into rows.
+#include "tensor/cpu/sgemm_avx512.h"
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <vector>
+
+#include "tensor/error.h"
+
+namespace rg::cpu {
+
+namespace {
+
+constexpr int64_t kRows = 8;        // of a micro-tile: rows of op(a), one broadcast each per step
+constexpr int64_t kLanes = 16;      // floats in one AVX-512 register
+constexpr int64_t kMaxVectors = 3;  // of a micro-tile: 48 columns, 3 registers per row
+constexpr int64_t kStrip = kLanes * kMaxVectors;
+constexpr int64_t kDepth = 128;     // a slice: 128 rows of a 48-column strip of op(b), 24 KiB, stay in L1
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// Where a micro-tile reads op(a): row r at rows[r], the next depth step `depth_stride` further.
+struct PanelOfA {
+  const float* rows[kRows];
+  int64_t depth_stride;
+};
+
+// Where it reads op(b): depth step p at row + p * row_stride, `columns` of them valid (the
+// last register's loads are masked to them, so nothing past the matrix is touched).
+struct StripOfB {
+  const float* row;
+  int64_t row_stride;
+  int64_t columns;
+};
+
+__mmask16 lane_mask(int64_t valid) {
+  return valid >= kLanes ? __mmask16(0xFFFF) : __mmask16((1u << std::max<int64_t>(valid, 0)) - 1);
+}
+
+// c[rows, b.columns] (+)= op(a)[8 rows, depth] @ op(b)[depth, 16 * kVectors].
+template <int kVectors>
+__attribute__((target("avx512f"))) void micro_tile(int64_t depth, PanelOfA a, StripOfB b, float* c, int64_t ldc,
+                                                   int64_t rows, bool accumulate) {
+  __m512 sum[kRows][kVectors];
+#pragma GCC unroll 8
+  for (int i = 0; i < kRows; ++i)
+#pragma GCC unroll 3
+    for (int v = 0; v < kVectors; ++v) sum[i][v] = _mm512_setzero_ps();
+  const __mmask16 last = lane_mask(b.columns - (kVectors - 1) * kLanes);
+  for (int64_t p = 0; p < depth; ++p) {
+    const float* b_row = b.row + p * b.row_stride;
+    __m512 b_values[kVectors];
+#pragma GCC unroll 3
+    for (int v = 0; v < kVectors; ++v)
+      b_values[v] = v + 1 < kVectors ? _mm512_loadu_ps(b_row + v * kLanes)
+                                     : _mm512_maskz_loadu_ps(last, b_row + v * kLanes);
+    const int64_t offset = p * a.depth_stride;
+#pragma GCC unroll 8
+    for (int i = 0; i < kRows; ++i) {
+      const __m512 a_value = _mm512_set1_ps(a.rows[i][offset]);
+#pragma GCC unroll 3
+      for (int v = 0; v < kVectors; ++v) sum[i][v] = _mm512_fmadd_ps(a_value, b_values[v], sum[i][v]);
+    }
+  }
+  // Constant bounds and an `if`: indexing `sum` by a run-time row would keep it in memory.
+#pragma GCC unroll 8
+  for (int i = 0; i < kRows; ++i) {
+    if (i >= rows) break;
+#pragma GCC unroll 3
+    for (int v = 0; v < kVectors; ++v) {
+      const __mmask16 mask = v + 1 < kVectors ? __mmask16(0xFFFF) : last;
+      float* out = c + i * ldc + v * kLanes;
+      __m512 value = sum[i][v];
+      if (accumulate) value = _mm512_add_ps(value, _mm512_maskz_loadu_ps(mask, out));
+      _mm512_mask_storeu_ps(out, mask, value);
+    }
+  }
+}
+
+void run_micro_tile(int64_t depth, const PanelOfA& a, const StripOfB& b, float* c, int64_t ldc, int64_t rows,
+                    bool accumulate) {
+  switch (ceil_div(b.columns, kLanes)) {
+    case 1: return micro_tile<1>(depth, a, b, c, ldc, rows, accumulate);
+    case 2: return micro_tile<2>(depth, a, b, c, ldc, rows, accumulate);
+    default: return micro_tile<3>(depth, a, b, c, ldc, rows, accumulate);
+  }
+}
+
+// Rows first_row.. of op(a) from depth first_depth on. A panel hanging over the last row
+// reads that row again for the rest (valid memory; those sums are never stored).
+PanelOfA panel_of_a(bool trans, const float* a, int64_t lda, int64_t m, int64_t first_row, int64_t first_depth) {
+  PanelOfA panel{{}, trans ? lda : 1};
+  for (int64_t r = 0; r < kRows; ++r) {
+    const int64_t i = std::min(first_row + r, m - 1);
+    panel.rows[r] = trans ? a + first_depth * lda + i : a + i * lda + first_depth;
+  }
+  return panel;
+}
+
+// The columns of the next strip, with `left` columns to go: 3 registers' worth, but 2 + 2
+// for the last 4, since a 1-register tile loads a broadcast per multiply-add (196 columns:
+// 48, 48, 48, 32, 20).
+int64_t strip_width(int64_t left) {
+  const int64_t vectors = ceil_div(left, kLanes) == 4 ? 2 : kMaxVectors;
+  return std::min(left, vectors * kLanes);
+}
+
+// op(b) = b^T: its rows [first_depth, +depth) x columns [first_column, +width), copied into rows.
+void pack_transposed_b(const float* b, int64_t ldb, int64_t first_depth, int64_t depth, int64_t first_column,
+                       int64_t width, float* out) {
+  for (int64_t p = 0; p < depth; ++p)
+    for (int64_t j = 0; j < width; ++j) out[p * kStrip + j] = b[(first_column + j) * ldb + first_depth + p];
+}
+
+}  // namespace
+
+bool own_sgemm_supported() {
+  static const bool supported = __builtin_cpu_supports("avx512f");
+  return supported;
+}
+
+void own_sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
+               const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
+  RG_CHECK(beta == 0.0f || beta == 1.0f, "own_sgemm: beta must be 0 or 1, got ", beta);
+  RG_CHECK(own_sgemm_supported(), "own_sgemm: this CPU has no AVX-512F");
+  if (m <= 0 || n <= 0) return;
+  if (k <= 0) {
+    if (beta == 0.0f)
+      for (int64_t i = 0; i < m; ++i) std::fill_n(c + i * ldc, n, 0.0f);
+    return;
+  }
+  thread_local std::vector<float> packed_b(kDepth * kStrip);  // per thread: no allocation per call
+  const int64_t depth_step = ceil_div(k, ceil_div(k, kDepth));  // equal slices: no thin last one
+  for (int64_t p0 = 0; p0 < k; p0 += depth_step) {
+    const int64_t depth = std::min(depth_step, k - p0);
+    const bool accumulate = beta != 0.0f || p0 > 0;  // later slices add to the earlier ones
+    for (int64_t j0 = 0, width = 0; j0 < n; j0 += width) {
+      width = strip_width(n - j0);
+      if (trans_b) pack_transposed_b(b, ldb, p0, depth, j0, width, packed_b.data());
+      const StripOfB strip = trans_b ? StripOfB{packed_b.data(), kStrip, width} : StripOfB{b + p0 * ldb + j0, ldb, width};
+      for (int64_t i0 = 0; i0 < m; i0 += kRows)
+        run_micro_tile(depth, panel_of_a(trans_a, a, lda, m, i0, p0), strip, c + i0 * ldc + j0, ldc,
+                       std::min(kRows, m - i0), accumulate);
+    }
+  }
+}
+
+}  // namespace rg::cpu
