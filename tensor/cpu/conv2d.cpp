@@ -16,9 +16,9 @@
 #include "tensor/blas.h"
 #include "tensor/cpu/cpu_backend.h"
 #include "tensor/cpu/gemm.h"
-#include "tensor/cpu/sgemm_avx512.h"
 #include "tensor/cpu/planes.h"
 #include "tensor/cpu/reference.h"
+#include "tensor/cpu/sgemm_avx512.h"
 
 namespace rg::cpu {
 

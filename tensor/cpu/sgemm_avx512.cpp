@@ -145,7 +145,8 @@ void own_sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, cons
     for (int64_t j0 = 0, width = 0; j0 < n; j0 += width) {
       width = strip_width(n - j0);
       if (trans_b) pack_transposed_b(b, ldb, p0, depth, j0, width, packed_b.data());
-      const StripOfB strip = trans_b ? StripOfB{packed_b.data(), kStrip, width} : StripOfB{b + p0 * ldb + j0, ldb, width};
+      const StripOfB strip =
+          trans_b ? StripOfB{packed_b.data(), kStrip, width} : StripOfB{b + p0 * ldb + j0, ldb, width};
       for (int64_t i0 = 0; i0 < m; i0 += kRows)
         run_micro_tile(depth, panel_of_a(trans_a, a, lda, m, i0, p0), strip, c + i0 * ldc + j0, ldc,
                        std::min(kRows, m - i0), accumulate);
