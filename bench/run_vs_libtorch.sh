@@ -55,10 +55,10 @@ load_before=$(load)
 roofline() { sed -nE "s/sgemm_roofline threads=$1 gflops=([0-9.]+)/\1/p" "$out/roofline"; }
 RINGGRAD_PROGRESS=plain "$train" --data synthetic --max-steps 1 --out "$out/probe" >/dev/null 2>&1 || true
 config_value() { sed -nE "s/.*\"$1\": *\"([^\"]*)\".*/\\1/p" "$out/probe/config.json" 2>/dev/null || true; }
-kernels=$(config_value blas_kernels) conv_gemm=$(config_value conv_gemm)
+kernels=$(config_value blas_kernels) sgemm=$(config_value sgemm)
 echo "machine: $(lscpu | sed -nE 's/^Model name: *//p'), $(nproc) cores; OpenBLAS kernels: ${kernels:-unknown};" \
-  "OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-(unset)}; ringgrad's convolution GEMM: ${conv_gemm:-unknown}" \
-  "(RINGGRAD_CONV_GEMM=${RINGGRAD_CONV_GEMM:-(unset)}); load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
+  "OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-(unset)}; ringgrad's float32 GEMM: ${sgemm:-unknown}" \
+  "(RINGGRAD_SGEMM=${RINGGRAD_SGEMM:-(unset)}); load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "sgemm roofline (bench_tensor --sgemm-roofline): $(roofline 1) GFLOP/s at 1 thread, $(roofline 2) at 2"
 echo "one full epoch ($train_size images) per run, $reps runs each, interleaved; samples/s as median (min-max)"
 printf '%-5s %5s %3s | %20s %20s %5s | %14s %14s | %13s\n' model batch thr "ringgrad samples/s" "LibTorch samples/s" \

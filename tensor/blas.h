@@ -16,13 +16,15 @@ struct BlasInfo {
 
 BlasInfo blas_info();
 
-// The GEMM the CPU convolution runs in float32 (float64 is always OpenBLAS's): ringgrad's own
-// AVX-512 kernel (tensor/cpu/sgemm_avx512.h), the default where the CPU has AVX-512F, or
-// OpenBLAS, the default elsewhere and with RINGGRAD_CONV_GEMM=openblas in the environment.
-enum class ConvGemm { openblas, own_avx512 };
-ConvGemm conv_gemm();
+// The single-precision GEMM of the CPU backend, the matrix product's and the convolution's
+// (float64 is always OpenBLAS's): ringgrad's own AVX-512 kernel (tensor/cpu/sgemm_avx512.h),
+// the default where the CPU has AVX-512F, or OpenBLAS, the default elsewhere and with
+// RINGGRAD_SGEMM=openblas in the environment (RINGGRAD_CONV_GEMM=openblas, its name while only
+// the convolution used it, still works).
+enum class Sgemm { openblas, own_avx512 };
+Sgemm sgemm_kernel();
 // For tests and benchmarks: own_avx512 on a CPU without AVX-512F is an error.
-void set_conv_gemm(ConvGemm choice);
-const char* conv_gemm_name(ConvGemm choice);  // "openblas", "ringgrad-avx512"
+void set_sgemm_kernel(Sgemm choice);
+const char* sgemm_kernel_name(Sgemm choice);  // "openblas", "ringgrad-avx512"
 
 }  // namespace rg

@@ -22,6 +22,7 @@
 #include "ringgrad.h"
 
 using namespace rg;
+using chapters::as_printed;
 using chapters::number;
 using parallel::Algorithm;
 using parallel::DataParallel;
@@ -441,7 +442,7 @@ void verdict(const std::vector<Comparison>& all, const char* ddp_name, int64_t s
     ddp_ratios += (ddp_ratios.empty() ? "" : ", ") + number(device0_ratio(ddp_loads(c)));
   }
   const Comparison &first = all.front(), &widest = all.back();
-  const double copies_growth = median(widest.dp.copies_ms) / median(first.dp.copies_ms);
+  const double copies_growth = as_printed(median(widest.dp.copies_ms) / median(first.dp.copies_ms));
   const std::string ns = "N = " + std::to_string(first.n) + ".." + std::to_string(widest.n);
   chapters::print_verdict(
       "C12", dp_central && ddp_balanced && copies_growth >= kCopiesGrowth,

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <iostream>
 #include <sstream>
+#include <string>
 
 namespace rg::chapters {
 
@@ -113,5 +114,7 @@ std::string number(double value, int significant) {
   out << value;
   return out.str();
 }
+
+double as_printed(double value, int significant) { return std::stod(number(value, significant)); }
 
 }  // namespace rg::chapters

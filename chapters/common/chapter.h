@@ -57,4 +57,9 @@ int guarded(const std::function<int()>& chapter);
 // "1.23e-07", "0.0421", "1234": compact numbers for tables and verdicts.
 std::string number(double value, int significant = 3);
 
+// The value as number() prints it. A verdict that compares a printed figure with its threshold
+// compares this, so that a reader (and the test) checking the printed line reaches the same
+// verdict: 1.2996 prints as "1.3", and "1.3 >= 1.3" must say confirmed.
+double as_printed(double value, int significant = 3);
+
 }  // namespace rg::chapters

@@ -46,27 +46,31 @@ BlasInfo blas_info() {
 
 namespace {
 
-ConvGemm default_conv_gemm() {
-  const char* asked = std::getenv("RINGGRAD_CONV_GEMM");
-  if (asked && std::string(asked) == "openblas") return ConvGemm::openblas;
-  return cpu::own_sgemm_supported() ? ConvGemm::own_avx512 : ConvGemm::openblas;
+bool openblas_asked_for() {
+  for (const char* variable : {"RINGGRAD_SGEMM", "RINGGRAD_CONV_GEMM"})
+    if (const char* asked = std::getenv(variable); asked && std::string(asked) == "openblas") return true;
+  return false;
 }
 
-std::atomic<ConvGemm>& conv_gemm_choice() {
-  static std::atomic<ConvGemm> choice{default_conv_gemm()};
+Sgemm default_sgemm_kernel() {
+  return cpu::own_sgemm_supported() && !openblas_asked_for() ? Sgemm::own_avx512 : Sgemm::openblas;
+}
+
+std::atomic<Sgemm>& sgemm_choice() {
+  static std::atomic<Sgemm> choice{default_sgemm_kernel()};
   return choice;
 }
 
 }  // namespace
 
-ConvGemm conv_gemm() { return conv_gemm_choice().load(std::memory_order_relaxed); }
+Sgemm sgemm_kernel() { return sgemm_choice().load(std::memory_order_relaxed); }
 
-void set_conv_gemm(ConvGemm choice) {
-  RG_CHECK(choice == ConvGemm::openblas || cpu::own_sgemm_supported(),
-           "set_conv_gemm: ringgrad-avx512 needs AVX-512F, which this CPU lacks");
-  conv_gemm_choice().store(choice, std::memory_order_relaxed);
+void set_sgemm_kernel(Sgemm choice) {
+  RG_CHECK(choice == Sgemm::openblas || cpu::own_sgemm_supported(),
+           "set_sgemm_kernel: ringgrad-avx512 needs AVX-512F, which this CPU lacks");
+  sgemm_choice().store(choice, std::memory_order_relaxed);
 }
 
-const char* conv_gemm_name(ConvGemm choice) { return choice == ConvGemm::openblas ? "openblas" : "ringgrad-avx512"; }
+const char* sgemm_kernel_name(Sgemm choice) { return choice == Sgemm::openblas ? "openblas" : "ringgrad-avx512"; }
 
 }  // namespace rg

@@ -4,21 +4,23 @@
 // memory and back (measured: 10-15% slower for ringgrad-train's CNN). The backward pass
 // rebuilds the columns from x rather than keeping every sample's from the forward pass, and
 // the weight gradient accumulates sample by sample in the GEMM itself (beta = 1). Most time
-// is the GEMMs' (convolution_gemm below); im2col and col2im take a shortcut for stride-1 "same"
-// convolutions.
+// is the GEMMs' (cpu/gemm.h: in float32 ringgrad's own AVX-512 kernel where the CPU has it,
+// which ran the CNN's shapes 1.1-1.35x as fast as OpenBLAS's AVX-512 kernels, twice its AVX2
+// ones); im2col and col2im take a shortcut for stride-1 "same" convolutions.
 // Threads take contiguous groups of samples; each group keeps its own weight and bias
 // gradient, and the groups' sums are added in a fixed order, so results do not depend on
 // scheduling. The naive reference kernels that tests compare against sit at the end.
+#include <immintrin.h>
+
 #include <algorithm>
 #include <type_traits>
 #include <vector>
 
-#include "tensor/blas.h"
+#include "tensor/cpu/avx512.h"
 #include "tensor/cpu/cpu_backend.h"
 #include "tensor/cpu/gemm.h"
 #include "tensor/cpu/planes.h"
 #include "tensor/cpu/reference.h"
-#include "tensor/cpu/sgemm_avx512.h"
 
 namespace rg::cpu {
 
@@ -58,11 +60,25 @@ void im2col_same_width(const T* x, T* block, const SameWidthTap& tap, Range rows
   zero_wrapped_entries(block, rows, columns, d);
 }
 
+// x[0, n) += y[0, n), 16 floats a step, where the portable build's loop below adds 4 (SSE2):
+// col2im's adds took twice as long as im2col's copies.
+__attribute__((target("avx512f"))) void add_run_avx512(float* x, const float* y, int64_t n) {
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16)
+    _mm512_storeu_ps(x + i, _mm512_add_ps(_mm512_loadu_ps(x + i), _mm512_loadu_ps(y + i)));
+  const __mmask16 tail = static_cast<__mmask16>((1u << (n - i)) - 1);
+  const __m512 sum = _mm512_add_ps(_mm512_maskz_loadu_ps(tail, x + i), _mm512_maskz_loadu_ps(tail, y + i));
+  _mm512_mask_storeu_ps(x + i, tail, sum);
+}
+
 // Zeroing the wrapped entries first writes to the block, so only a caller that owns the
 // columns (the convolution's scratch) may take this path.
 template <class T>
 void col2im_same_width(T* x, T* block, const SameWidthTap& tap, Range rows, Range columns, const PlaneDims& d) {
   zero_wrapped_entries(block, rows, columns, d);
+  if constexpr (std::is_same_v<T, float>) {
+    if (cpu_has_avx512f()) return add_run_avx512(x + tap.first + tap.offset, block + tap.first, tap.last - tap.first);
+  }
   for (int64_t p = tap.first; p < tap.last; ++p) x[p + tap.offset] += block[p];
 }
 
@@ -194,20 +210,6 @@ T sum_row(const T* row, int64_t n) {
   return sum;
 }
 
-// One GEMM of the convolution, beta 0 or 1. In float32, ringgrad's AVX-512 kernel unless
-// conv_gemm() says OpenBLAS: on the CNN's shapes it ran 1.1-1.35x OpenBLAS's AVX-512 kernels
-// (and 0.95x on the input gradient's, whose depth is only the 32 output channels), twice
-// its AVX2 ones.
-template <class T>
-void convolution_gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int64_t m, int64_t n, int64_t k, const T* a,
-                      int64_t lda, const T* b, int64_t ldb, T beta, T* c, int64_t ldc) {
-  if constexpr (std::is_same_v<T, float>) {
-    if (conv_gemm() == ConvGemm::own_avx512)
-      return own_sgemm(ta == CblasTrans, tb == CblasTrans, m, n, k, a, lda, b, ldb, beta, c, ldc);
-  }
-  gemm(ta, tb, m, n, k, a, lda, b, ldb, beta, c, ldc);
-}
-
 // Scratch memory from the caching allocator: neither zero-filled nor page-faulted anew.
 template <class T>
 T* scratch(Tensor& holder, int64_t count) {
@@ -227,8 +229,8 @@ void conv2d_typed(const Tensor& x, const Tensor& w, const Tensor& bias, const Te
     for (int64_t n = begin; n < end; ++n) {
       unfold_sample<true>(x_data + n * c.x_sample(), cols, c);
       T* out = y_data + n * c.y_sample();  // (O, OH*OW) = W (O, C*kh*kw) @ cols
-      convolution_gemm(CblasNoTrans, CblasNoTrans, c.out_channels, c.positions, c.rows, w_data, c.rows, cols,
-                       c.positions, T{0}, out, c.positions);
+      gemm(CblasNoTrans, CblasNoTrans, c.out_channels, c.positions, c.rows, w_data, c.rows, cols, c.positions, T{0},
+           out, c.positions);
       if (bias_data)
         for (int64_t o = 0; o < c.out_channels; ++o)
           std::for_each(out + o * c.positions, out + (o + 1) * c.positions, [&](T& v) { v += bias_data[o]; });
@@ -263,12 +265,12 @@ void conv2d_backward_typed(const Tensor& x, const Tensor& w, const Tensor& grad_
         for (int64_t o = 0; o < c.out_channels; ++o) group_bias[o] += sum_row(g + o * c.positions, c.positions);
       if (grad_w.defined()) {
         unfold_sample<true>(x_data + n * c.x_sample(), cols, c);
-        convolution_gemm(CblasNoTrans, CblasTrans, c.rows, c.out_channels, c.positions, cols, c.positions, g,
-                         c.positions, T{1}, group_w_t, c.out_channels);
+        gemm(CblasNoTrans, CblasTrans, c.rows, c.out_channels, c.positions, cols, c.positions, g, c.positions, T{1},
+             group_w_t, c.out_channels);
       }
       if (gx_data) {
-        convolution_gemm(CblasTrans, CblasNoTrans, c.rows, c.positions, c.out_channels, w_data, c.rows, g,
-                         c.positions, T{0}, cols, c.positions);
+        gemm(CblasTrans, CblasNoTrans, c.rows, c.positions, c.out_channels, w_data, c.rows, g, c.positions, T{0}, cols,
+             c.positions);
         unfold_sample<false>(gx_data + n * c.x_sample(), cols, c);
       }
     }

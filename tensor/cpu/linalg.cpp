@@ -1,6 +1,7 @@
-// Batched matrix multiply on the CPU: OpenBLAS GEMM for float32/float64 (single-threaded,
-// parallelised by our own pool), a plain loop for integer types, and the naive reference
-// kernel that tests compare both against.
+// Batched matrix multiply on the CPU: one single-threaded GEMM call (cpu/gemm.h: ringgrad's
+// own AVX-512 kernel or OpenBLAS in float32, OpenBLAS in float64) per block, the blocks
+// spread over our own pool; a plain loop for integer types; and the naive reference kernel
+// that tests compare both against.
 #include <algorithm>
 #include <optional>
 #include <type_traits>
@@ -19,7 +20,7 @@ namespace {
 // worth spreading thinner): the fork-join costs more than the work.
 constexpr int64_t kMinParallelWork = int64_t{1} << 18;
 // Column/row blocks of a split GEMM start at multiples of this, so every block keeps the
-// full width of OpenBLAS's micro-kernel.
+// full width of a GEMM micro-kernel (OpenBLAS's, and a register of ringgrad's).
 constexpr int64_t kBlockAlign = 16;
 
 // How BLAS sees a row-major (rows, cols) matrix stored with the given strides.

@@ -1,11 +1,14 @@
 // Max and average pooling on the CPU. Work is split over (n, c) planes, which never write to
 // the same memory; the naive reference kernel that tests compare against sits at the end.
+#include <immintrin.h>
+
 #include <algorithm>
 #include <bit>
 #include <cmath>
 #include <limits>
 #include <type_traits>
 
+#include "tensor/cpu/avx512.h"
 #include "tensor/cpu/cpu_backend.h"
 #include "tensor/cpu/planes.h"
 #include "tensor/cpu/reference.h"
@@ -84,10 +87,69 @@ void max_pool_row_2x2(const T* upper, const T* lower, T* out, int64_t* indices, 
   }
 }
 
+// The same row in float32 with AVX-512, 16 outputs a step: the 32 inputs of a row pair split
+// into even and odd columns by two permutes, the four taps compared in the same order with
+// the same NaN rule, the winners' offsets widened to int64 for the indices. The plain loop
+// above runs the CNN's rows (14 and 7 outputs) mostly in its scalar remainder.
+#define RG_AVX512 __attribute__((target("avx512f")))
+
+RG_AVX512 __mmask16 first_lanes(int64_t valid) {
+  return valid >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << std::max<int64_t>(valid, 0)) - 1);
+}
+
+// row[2 * lane + column] for the 16 lanes from row[0], `inputs` of row's floats readable.
+RG_AVX512 __m512 pick_columns(const float* row, int64_t inputs, __m512i column_of_lane) {
+  const __m512 low = _mm512_maskz_loadu_ps(first_lanes(inputs), row);
+  const __m512 high = _mm512_maskz_loadu_ps(first_lanes(inputs - 16), row + 16);
+  return _mm512_permutex2var_ps(low, column_of_lane, high);
+}
+
+RG_AVX512 void max_pool_row_2x2_avx512(const float* upper, const float* lower, float* out, int64_t* indices,
+                                       int64_t out_width, int64_t w, int64_t upper_index) {
+  const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+  const __m512i odd = _mm512_add_epi32(even, _mm512_set1_epi32(1));
+  for (int64_t ow = 0; ow < out_width; ow += 16) {
+    const int64_t outputs = std::min<int64_t>(16, out_width - ow);
+    const __m512 taps[4] = {pick_columns(upper + 2 * ow, 2 * outputs, even),
+                            pick_columns(upper + 2 * ow, 2 * outputs, odd),
+                            pick_columns(lower + 2 * ow, 2 * outputs, even),
+                            pick_columns(lower + 2 * ow, 2 * outputs, odd)};
+    const int64_t tap_offsets[4] = {0, 1, w, w + 1};
+    // The winner's offset from upper[2 * (ow + lane)], in int64 as the indices are: lanes 0-7, 8-15.
+    __m512 best = taps[0];
+    __m512i offset_low = _mm512_setzero_si512(), offset_high = _mm512_setzero_si512();
+    for (int t = 1; t < 4; ++t) {
+      const __mmask16 wins =
+          _mm512_cmp_ps_mask(taps[t], best, _CMP_GT_OQ) | _mm512_cmp_ps_mask(taps[t], taps[t], _CMP_UNORD_Q);
+      best = _mm512_mask_mov_ps(best, wins, taps[t]);
+      const __m512i tap_offset = _mm512_set1_epi64(tap_offsets[t]);
+      offset_low = _mm512_mask_mov_epi64(offset_low, static_cast<__mmask8>(wins), tap_offset);
+      offset_high = _mm512_mask_mov_epi64(offset_high, static_cast<__mmask8>(wins >> 8), tap_offset);
+    }
+    const __mmask16 valid = first_lanes(outputs);
+    _mm512_mask_storeu_ps(out + ow, valid, best);
+    const int64_t first = upper_index + 2 * ow;  // upper[2 * ow]'s index in the plane
+    const __m512i low_columns = _mm512_setr_epi64(0, 2, 4, 6, 8, 10, 12, 14);
+    const __m512i high_columns = _mm512_add_epi64(low_columns, _mm512_set1_epi64(16));
+    _mm512_mask_storeu_epi64(indices + ow, static_cast<__mmask8>(valid),
+                             _mm512_add_epi64(_mm512_set1_epi64(first), _mm512_add_epi64(low_columns, offset_low)));
+    _mm512_mask_storeu_epi64(indices + ow + 8, static_cast<__mmask8>(valid >> 8),
+                             _mm512_add_epi64(_mm512_set1_epi64(first), _mm512_add_epi64(high_columns, offset_high)));
+  }
+}
+
+#undef RG_AVX512
+
 template <class T>
 void max_pool_plane_2x2(const T* x, T* out, int64_t* indices, const PlaneDims& d) {
   for (int64_t oh = 0; oh < d.oh; ++oh) {
     const T* upper = x + 2 * oh * d.w;
+    if constexpr (std::is_same_v<T, float>) {
+      if (cpu_has_avx512f()) {
+        max_pool_row_2x2_avx512(upper, upper + d.w, out + oh * d.ow, indices + oh * d.ow, d.ow, d.w, 2 * oh * d.w);
+        continue;
+      }
+    }
     max_pool_row_2x2(upper, upper + d.w, out + oh * d.ow, indices + oh * d.ow, d.ow, static_cast<int32_t>(d.w),
                      2 * oh * d.w);
   }

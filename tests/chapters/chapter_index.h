@@ -9,7 +9,8 @@
 
 namespace rg::chapters::test {
 
-inline std::filesystem::path chapters_dir() { return RINGGRAD_CHAPTERS_DIR; }
+// The source tree's chapters/ (defined in test_index.cpp, the one file compiled with its path).
+std::filesystem::path chapters_dir();
 
 // The index's table row for `folder` ("| C07 | [07_parameter_server_vs_ring](...) | ..."), or "".
 inline std::string index_row(const std::string& folder) {

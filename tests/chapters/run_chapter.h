@@ -52,7 +52,7 @@ inline void check_against_index(const std::string& name, const std::string& args
 // Runs build/bin/chapter_<name> with `args`; with mpi_ranks > 0 under mpiexec as that many
 // processes (--oversubscribe, allowed as root), so the chapter picks the mpi backend itself.
 inline ChapterRun run_chapter(const std::string& name, const std::string& args, int mpi_ranks) {
-  std::string command = std::string(RINGGRAD_BIN_DIR) + "/chapter_" + name + " " + args;
+  std::string command = (rg::test::bin_dir() / ("chapter_" + name)).string() + " " + args;
   if (mpi_ranks > 0)
     command = "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 " + std::string(RINGGRAD_MPIEXEC) + " -n " +
               std::to_string(mpi_ranks) + " --oversubscribe " + command;

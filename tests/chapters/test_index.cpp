@@ -9,6 +9,8 @@
 
 namespace rg::chapters::test {
 
+std::filesystem::path chapters_dir() { return RINGGRAD_CHAPTERS_DIR; }
+
 namespace {
 
 // The chapter folders: chapters/NN_topic/.

@@ -70,7 +70,8 @@ TEST_CASE("pages.training_report_renders_on_a_phone", "[pages]") {
   const Browser browser;
   if (!browser_or_skip(browser)) return;
   TempDir dir("page_training");
-  const auto run = rg::test::run_command(std::string("RINGGRAD_PROGRESS=plain ") + RINGGRAD_TRAIN_BIN +
+  const std::string train = (rg::test::bin_dir() / "ringgrad-train").string();
+  const auto run = rg::test::run_command("RINGGRAD_PROGRESS=plain " + train +
                                          " --data synthetic --model mlp --batch-size 64 --threads 1 --parallel ddp"
                                          " --workers 2 --max-steps 8 --trace-steps 2 --out " +
                                          dir.path.string());
@@ -83,7 +84,8 @@ TEST_CASE("pages.chapter_report_renders_on_a_phone", "[pages]") {
   const Browser browser;
   if (!browser_or_skip(browser)) return;
   TempDir dir("page_chapter");
-  const auto run = rg::test::run_command(std::string(RINGGRAD_CHAPTER_BIN) + " --quick --out " + dir.path.string());
+  const std::string chapter = (rg::test::bin_dir() / "chapter_02_data_parallel").string();
+  const auto run = rg::test::run_command(chapter + " --quick --out " + dir.path.string());
   INFO(run.output);
   REQUIRE(run.exit_code == 0);
   check_page(browser, dir.path / "report.html", 1, dir.path);

@@ -39,6 +39,18 @@ double tolerance(DType dtype, int64_t terms) {
   return (dtype == DType::float32 ? 1e-6 : 1e-14) * static_cast<double>(terms + 4);
 }
 
+// The GEMMs this CPU can run for dtype: OpenBLAS, and in float32 ringgrad's own where it has AVX-512.
+std::vector<Sgemm> gemms_for(DType dtype) {
+  if (dtype != DType::float32 || !cpu::own_sgemm_supported()) return {Sgemm::openblas};
+  return {Sgemm::openblas, Sgemm::own_avx512};
+}
+
+// Restores the float32 GEMM choice on scope exit.
+struct SgemmGuard {
+  Sgemm saved = sgemm_kernel();
+  ~SgemmGuard() { set_sgemm_kernel(saved); }
+};
+
 // <a, b> over all elements, in double.
 double dot(const Tensor& a, const Tensor& b) {
   Values va = values(a), vb = values(b);
@@ -69,33 +81,38 @@ std::vector<Operand> layouts(int64_t batch, int64_t rows, int64_t cols, uint64_t
   };
 }
 
-// cpu::matmul against cpu::matmul_reference for every pair of operand layouts.
+// cpu::matmul against cpu::matmul_reference for every pair of operand layouts, through every
+// GEMM this CPU has for dtype.
 void check_matmul(int64_t batch, int64_t m, int64_t k, int64_t n, DType dtype) {
-  for (const Operand& a : layouts(batch, m, k, 1, dtype))
-    for (const Operand& b : layouts(batch, k, n, 2, dtype)) {
-      INFO(dtype_name(dtype) << " (" << batch << ", " << m << ", " << k << ") @ (" << k << ", " << n << "): " << a.name
-                             << " @ " << b.name);
-      Tensor out = Tensor::full({batch, m, n}, 7.0, dtype), expected = Tensor::empty({batch, m, n}, dtype);
-      cpu::matmul_reference(a.t, b.t, expected);
-      with_1_and_2_threads([&] {
-        cpu::matmul(a.t, b.t, out);
-        double tol = tolerance(dtype, k) * 16;  // operands are up to 4 in magnitude
-        ref::require_close(out, {batch, m, n}, values(expected), tol, tol);
-      });
-    }
+  SgemmGuard guard;
+  for (Sgemm gemm : gemms_for(dtype)) {
+    set_sgemm_kernel(gemm);
+    for (const Operand& a : layouts(batch, m, k, 1, dtype))
+      for (const Operand& b : layouts(batch, k, n, 2, dtype)) {
+        INFO(dtype_name(dtype) << " (" << sgemm_kernel_name(gemm) << ") (" << batch << ", " << m << ", " << k << ") @ ("
+                               << k << ", " << n << "): " << a.name << " @ " << b.name);
+        Tensor out = Tensor::full({batch, m, n}, 7.0, dtype), expected = Tensor::empty({batch, m, n}, dtype);
+        cpu::matmul_reference(a.t, b.t, expected);
+        with_1_and_2_threads([&] {
+          cpu::matmul(a.t, b.t, out);
+          double tol = tolerance(dtype, k) * 16;  // operands are up to 4 in magnitude
+          ref::require_close(out, {batch, m, n}, values(expected), tol, tol);
+        });
+      }
+  }
 }
 
 }  // namespace
 
 // ---- matmul ----
 
-// ringgrad's own AVX-512 GEMM (the float32 convolution's) against the triple loop, in double:
+// ringgrad's own AVX-512 GEMM (the float32 matmul's and convolution's) against the triple loop, in double:
 // every transposition, beta 0 and 1, leading dimensions wider than the rows, and sizes around
 // its 8-row and 16/48-column tiles and its 128-deep slices (ragged edges everywhere).
 TEST_CASE("tensor.own_sgemm_matches_naive_loops", "[tensor]") {
   if (!cpu::own_sgemm_supported()) {
-    CHECK_THROWS_WITH(set_conv_gemm(ConvGemm::own_avx512), Catch::Contains("AVX-512F"));
-    WARN("skipped: this CPU has no AVX-512F, so the convolution runs OpenBLAS only");
+    CHECK_THROWS_WITH(set_sgemm_kernel(Sgemm::own_avx512), Catch::Contains("AVX-512F"));
+    WARN("skipped: this CPU has no AVX-512F, so the float32 GEMMs run OpenBLAS only");
     return;
   }
   uint64_t seed = 0;
@@ -223,27 +240,15 @@ Shape cols_shape(const Shape& x, const Conv2dGeometry& g) {
   return {x[0], x[1] * g.kernel_h * g.kernel_w, out[2] * out[3]};
 }
 
-// The float32 convolution's GEMMs this CPU can run: OpenBLAS, and ringgrad's own where it has AVX-512.
-std::vector<ConvGemm> conv_gemms_here() {
-  if (!cpu::own_sgemm_supported()) return {ConvGemm::openblas};
-  return {ConvGemm::openblas, ConvGemm::own_avx512};
-}
-
-// Restores the convolution's GEMM choice on scope exit.
-struct ConvGemmGuard {
-  ConvGemm saved = conv_gemm();
-  ~ConvGemmGuard() { set_conv_gemm(saved); }
-};
-
 template <class Fn>
 void for_each_case(Fn fn) {
-  ConvGemmGuard guard;
+  SgemmGuard guard;
   for (DType dtype : {DType::float32, DType::float64})
-    for (ConvGemm gemm : dtype == DType::float32 ? conv_gemms_here() : std::vector<ConvGemm>{ConvGemm::openblas}) {
-      set_conv_gemm(gemm);
+    for (Sgemm gemm : gemms_for(dtype)) {
+      set_sgemm_kernel(gemm);
       for (const Shape& shape : std::vector<Shape>{{2, 3, 7, 9}, {1, 1, 5, 5}, {3, 2, 33, 17}, {64, 4, 12, 12}})
         for (const Conv2dGeometry& g : kGeometries) {
-          INFO(dtype_name(dtype) << " (" << conv_gemm_name(gemm) << ") x " << shape_str(shape) << ", kernel "
+          INFO(dtype_name(dtype) << " (" << sgemm_kernel_name(gemm) << ") x " << shape_str(shape) << ", kernel "
                                  << g.kernel_h << "x" << g.kernel_w << ", stride " << g.stride_h << "x" << g.stride_w
                                  << ", pad " << g.pad_h << "x" << g.pad_w);
           fn(dtype, shape, g);
@@ -468,13 +473,15 @@ TEST_CASE("tensor.max_pool2d_ties_nan_and_padding", "[tensor]") {
 
 // The 2x2, stride-2, unpadded fast path against the reference on inputs full of ties,
 // NaNs (two in a window: the later wins) and -inf, on odd sizes whose last row and column
-// no window covers.
+// no window covers, and on rows of 16 outputs and more (the AVX-512 kernel's step) with and
+// without a partial last step.
 TEST_CASE("tensor.max_pool2d_2x2_fast_path_ties_nan_odd_sizes", "[tensor]") {
   const double nan = std::numeric_limits<double>::quiet_NaN(), inf = std::numeric_limits<double>::infinity();
   const Values pool = {-inf, -1, 0, 0, 1, 2, 2, nan};
   const Conv2dGeometry g{2, 2, 2, 2, 0, 0};
   for (DType dtype : {DType::float32, DType::float64})
-    for (const Shape& shape : std::vector<Shape>{{2, 3, 5, 7}, {1, 2, 2, 2}, {3, 1, 9, 4}, {1, 1, 3, 3}}) {
+    for (const Shape& shape : std::vector<Shape>{{2, 3, 5, 7}, {1, 2, 2, 2}, {3, 1, 9, 4}, {1, 1, 3, 3},
+                                                   {1, 2, 6, 35}, {2, 1, 4, 66}, {1, 1, 2, 32}, {1, 1, 3, 28}}) {
       INFO(dtype_name(dtype) << " x " << shape_str(shape));
       std::mt19937_64 rng(11);
       Values v(ref::count(shape));

@@ -24,7 +24,8 @@ using ToolRun = rg::test::CommandRun;
 // the test checks only the exit code (the student release's check reads those logs for the
 // labs' not-implemented messages: scripts/labs-check.sh).
 inline ToolRun run_train(const std::string& args, const std::string& env = "") {
-  ToolRun run = rg::test::run_command("RINGGRAD_PROGRESS=plain " + env + " " + RINGGRAD_TRAIN_BIN + " " + args);
+  const std::string program = (rg::test::bin_dir() / "ringgrad-train").string();
+  ToolRun run = rg::test::run_command("RINGGRAD_PROGRESS=plain " + env + " " + program + " " + args);
   if (run.exit_code != 0) std::cerr << "ringgrad-train " << args << ": exit code " << run.exit_code << "\n" << run.output;
   return run;
 }

@@ -310,7 +310,7 @@ report::Fields Trainer::config_fields() const {
           {"batch_size", o.batch_size}, {"steps_per_epoch", steps_per_epoch_}, {"optimizer", o.optimizer},
           {"lr", o.lr}, {"momentum", o.momentum}, {"warmup_epochs", o.warmup_epochs}, {"device", o.device},
           {"dtype", o.dtype}, {"threads", get_num_threads()}, {"blas_kernels", blas_info().kernels},
-          {"conv_gemm", conv_gemm_name(conv_gemm())},
+          {"sgemm", sgemm_kernel_name(sgemm_kernel())},
           {"seed", static_cast<int64_t>(o.seed)}, {"eval_every", o.eval_every}, {"max_steps", o.max_steps},
           {"resume", o.resume}, {"parallel", o.parallel}, {"workers", o.workers}, {"backend", o.backend},
           {"allreduce", o.allreduce}, {"reducer", o.reducer}};
