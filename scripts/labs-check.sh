@@ -98,7 +98,7 @@ all_not_implemented() {
 
 # The release's test suites, built in its grader's build folder, against tests/needs_labs.txt.
 check_release_tests() {
-  local build=$work/release-grade/build targets=(ringgrad-needs-check) pattern=() suite
+  local build=$work/release-grade/src/build targets=(ringgrad-needs-check) pattern=() suite
   if [[ $release_suites != all ]]; then
     # (The lab test programs are there already: the release's own grade built them.)
     for suite in $release_suites; do targets+=("${suite}_tests"); done
