@@ -59,9 +59,7 @@ void check_std(double std) {
 }  // namespace
 
 uint64_t Generator::reserve(uint64_t words) {
-  const uint64_t start = offset_;
-  offset_ += (words + 3) / 4 * 4;
-  return start;
+  return offset_.fetch_add((words + 3) / 4 * 4, std::memory_order_relaxed);
 }
 
 void Generator::fill_uniform(float* out, int64_t n, double low, double high) {

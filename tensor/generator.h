@@ -3,6 +3,7 @@
 // the same numbers by calling reserve() here and the philox.h functions there.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <vector>
 
@@ -11,16 +12,21 @@ namespace rg {
 class Generator {
  public:
   explicit Generator(uint64_t seed = 0) : seed_(seed) {}
+  Generator(const Generator& other) : seed_(other.seed_), offset_(other.offset()) {}
+  Generator& operator=(const Generator& other) {
+    set_state(other.seed_, other.offset());
+    return *this;
+  }
 
   uint64_t seed() const { return seed_; }
-  uint64_t offset() const { return offset_; }
+  uint64_t offset() const { return offset_.load(std::memory_order_relaxed); }
   void set_state(uint64_t seed, uint64_t offset) {
     seed_ = seed;
-    offset_ = offset;
+    offset_.store(offset, std::memory_order_relaxed);
   }
 
   // Returns the current offset and advances it by `words` rounded up to a
-  // multiple of 4. Starting every fill on a fresh Philox block means a GPU
+  // multiple of 4, in one atomic step: fills from several threads never share words. Starting every fill on a fresh Philox block means a GPU
   // thread can own whole blocks of one fill, and no block is shared between
   // two fills that might run on different devices or streams.
   uint64_t reserve(uint64_t words);
@@ -50,12 +56,14 @@ class Generator {
 
  private:
   uint64_t seed_;
-  uint64_t offset_ = 0;
+  std::atomic<uint64_t> offset_{0};
 };
 
-// The process-wide generator (seed 0) used when no generator is given. Not
-// thread-safe: concurrent fills race on its offset. Tests and programs that
-// care about reproducibility should create and pass their own Generator.
+// The process-wide generator (seed 0) used when no generator is given, e.g. by
+// a layer's default initialisation. Fills from several threads (the rank-threads
+// of a local world building their models) are safe, but which thread gets which
+// words depends on timing: tests and programs that care about reproducibility
+// should create and pass their own Generator, or set the state before each use.
 Generator& default_generator();
 
 }  // namespace rg
