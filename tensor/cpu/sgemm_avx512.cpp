@@ -122,8 +122,9 @@ int64_t strip_width(int64_t left) {
 #endif
 
 // rows[0..16) <- their transpose: rows[i][j] becomes rows[j][i]. Four rounds of shuffles, each
-// pairing registers at a distance and swapping halves of a twice-wider unit: 32-bit lanes,
-// then 64-bit pairs, then 128-bit and 256-bit quarters and halves.
+// pairing registers at a distance: 32-bit lanes of neighbours, 64-bit pairs of registers 2
+// apart (each 128-bit quarter now holds a 4 x 4 transpose), then whole quarters of registers
+// 4 apart and 8 apart, which put each column's four quarters in one register.
 __attribute__((target("avx512f"))) void transpose_16x16(__m512 rows[16]) {
   __m512 t[16];
   for (int i = 0; i < 16; i += 2) {  // 32-bit lanes of rows i, i + 1
