@@ -26,9 +26,10 @@ class Generator {
   }
 
   // Returns the current offset and advances it by `words` rounded up to a
-  // multiple of 4, in one atomic step: fills from several threads never share words. Starting every fill on a fresh Philox block means a GPU
-  // thread can own whole blocks of one fill, and no block is shared between
-  // two fills that might run on different devices or streams.
+  // multiple of 4, in one atomic step: fills from several threads never share
+  // words. Starting every fill on a fresh Philox block means a GPU thread can
+  // own whole blocks of one fill, and no block is shared between two fills that
+  // might run on different devices or streams.
   uint64_t reserve(uint64_t words);
 
   // Each fill reserves its words first, then element i is a pure function of

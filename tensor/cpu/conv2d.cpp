@@ -10,8 +10,6 @@
 // Threads take contiguous groups of samples; each group keeps its own weight and bias
 // gradient, and the groups' sums are added in a fixed order, so results do not depend on
 // scheduling. The naive reference kernels that tests compare against sit at the end.
-#include <immintrin.h>
-
 #include <algorithm>
 #include <type_traits>
 #include <vector>
@@ -50,7 +48,7 @@ SameWidthTap same_width_tap(Range rows, Range columns, int64_t i, int64_t j, con
 // of floats.
 __attribute__((target("avx512f"))) void zero_row_edges_avx512(float* first_edge, int64_t edges, int64_t row_stride,
                                                               int64_t wrapped) {
-  const __mmask16 mask = static_cast<__mmask16>((1u << wrapped) - 1);
+  const __mmask16 mask = first_lanes(wrapped);
   for (int64_t e = 0; e < edges; ++e) _mm512_mask_storeu_ps(first_edge + e * row_stride, mask, _mm512_setzero_ps());
 }
 
@@ -82,7 +80,7 @@ __attribute__((target("avx512f"))) void add_run_avx512(float* x, const float* y,
   int64_t i = 0;
   for (; i + 16 <= n; i += 16)
     _mm512_storeu_ps(x + i, _mm512_add_ps(_mm512_loadu_ps(x + i), _mm512_loadu_ps(y + i)));
-  const __mmask16 tail = static_cast<__mmask16>((1u << (n - i)) - 1);
+  const __mmask16 tail = first_lanes(n - i);
   const __m512 sum = _mm512_add_ps(_mm512_maskz_loadu_ps(tail, x + i), _mm512_maskz_loadu_ps(tail, y + i));
   _mm512_mask_storeu_ps(x + i, tail, sum);
 }

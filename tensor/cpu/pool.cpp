@@ -1,7 +1,5 @@
 // Max and average pooling on the CPU. Work is split over (n, c) planes, which never write to
 // the same memory; the naive reference kernel that tests compare against sits at the end.
-#include <immintrin.h>
-
 #include <algorithm>
 #include <bit>
 #include <cmath>
@@ -92,10 +90,6 @@ void max_pool_row_2x2(const T* upper, const T* lower, T* out, int64_t* indices, 
 // the same NaN rule, the winners' offsets widened to int64 for the indices. The plain loop
 // above runs the CNN's rows (14 and 7 outputs) mostly in its scalar remainder.
 #define RG_AVX512 __attribute__((target("avx512f")))
-
-RG_AVX512 __mmask16 first_lanes(int64_t valid) {
-  return valid >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << std::max<int64_t>(valid, 0)) - 1);
-}
 
 // row[2 * lane + column] for the 16 lanes from row[0], `inputs` of row's floats readable.
 RG_AVX512 __m512 pick_columns(const float* row, int64_t inputs, __m512i column_of_lane) {

@@ -42,10 +42,6 @@ struct StripOfB {
   int64_t columns;
 };
 
-__mmask16 lane_mask(int64_t valid) {
-  return valid >= kLanes ? __mmask16(0xFFFF) : __mmask16((1u << std::max<int64_t>(valid, 0)) - 1);
-}
-
 // c[rows, b.columns] (+)= op(a)[8 rows, depth] @ op(b)[depth, 16 * kVectors].
 template <int kVectors>
 __attribute__((target("avx512f"))) void micro_tile(int64_t depth, PanelOfA a, StripOfB b, float* c, int64_t ldc,
@@ -55,7 +51,7 @@ __attribute__((target("avx512f"))) void micro_tile(int64_t depth, PanelOfA a, St
   for (int i = 0; i < kRows; ++i)
 #pragma GCC unroll 3
     for (int v = 0; v < kVectors; ++v) sum[i][v] = _mm512_setzero_ps();
-  const __mmask16 last = lane_mask(b.columns - (kVectors - 1) * kLanes);
+  const __mmask16 last = first_lanes(b.columns - (kVectors - 1) * kLanes);
   for (int64_t p = 0; p < depth; ++p) {
     const float* b_row = b.row + p * b.row_stride;
     __m512 b_values[kVectors];
@@ -164,11 +160,11 @@ __attribute__((target("avx512f"))) void pack_transposed_b(const float* b, int64_
       __m512 block[16];
       for (int64_t j = 0; j < kLanes; ++j)
         block[j] = j < columns
-                       ? _mm512_maskz_loadu_ps(lane_mask(steps), b + (first_column + j0 + j) * ldb + first_depth + p0)
+                       ? _mm512_maskz_loadu_ps(first_lanes(steps), b + (first_column + j0 + j) * ldb + first_depth + p0)
                        : _mm512_setzero_ps();
       transpose_16x16(block);
       for (int64_t p = 0; p < steps; ++p)
-        _mm512_mask_storeu_ps(out + (p0 + p) * kStrip + j0, lane_mask(columns), block[p]);
+        _mm512_mask_storeu_ps(out + (p0 + p) * kStrip + j0, first_lanes(columns), block[p]);
     }
   }
 }

@@ -14,7 +14,8 @@ bool own_sgemm_supported();
 
 // c = op(a) @ op(b) + beta * c for row-major float matrices, as cblas_sgemm(CblasRowMajor, ...)
 // with alpha = 1 and beta 0 or 1: op(a) is m x k (a is k x m when trans_a), op(b) is k x n.
-// Single-threaded: the convolution and the matrix product run one call per thread. Requires own_sgemm_supported().
+// Single-threaded: the convolution and the matrix product run one call per thread.
+// Requires own_sgemm_supported().
 void own_sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
                const float* b, int64_t ldb, float beta, float* c, int64_t ldc);
 

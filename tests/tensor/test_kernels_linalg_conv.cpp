@@ -106,9 +106,9 @@ void check_matmul(int64_t batch, int64_t m, int64_t k, int64_t n, DType dtype) {
 
 // ---- matmul ----
 
-// ringgrad's own AVX-512 GEMM (the float32 matmul's and convolution's) against the triple loop, in double:
-// every transposition, beta 0 and 1, leading dimensions wider than the rows, and sizes around
-// its 8-row and 16/48-column tiles and its 128-deep slices (ragged edges everywhere).
+// ringgrad's own AVX-512 GEMM (the float32 matmul's and convolution's) against the triple loop,
+// in double: every transposition, beta 0 and 1, leading dimensions wider than the rows, and
+// sizes around its 8-row and 16/48-column tiles and its 128-deep slices (ragged edges everywhere).
 TEST_CASE("tensor.own_sgemm_matches_naive_loops", "[tensor]") {
   if (!cpu::own_sgemm_supported()) {
     CHECK_THROWS_WITH(set_sgemm_kernel(Sgemm::own_avx512), Catch::Contains("AVX-512F"));
