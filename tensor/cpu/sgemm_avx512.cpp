@@ -5,7 +5,9 @@
 // columns, one broadcast of op(a) per row and 24 fused multiply-adds. Neither operand is
 // packed unless it must be: packing costs as much as the arithmetic when one dimension is as
 // small as the convolution's (32 output channels), so op(a) is read where it lies, and op(b)
-// too when its rows are contiguous; a transposed b (16 KiB or so) is packed into rows.
+// too when its rows are contiguous; a transposed b (16 KiB or so) is packed into rows. A
+// "same" convolution's op(b), its columns, is read straight from the input planes
+// (own_sgemm_same_conv, at the end).
 #include "tensor/cpu/sgemm_avx512.h"
 
 #include <immintrin.h>
@@ -42,15 +44,44 @@ struct StripOfB {
   int64_t columns;
 };
 
-// c[rows, b.columns] (+)= op(a)[8 rows, depth] @ op(b)[depth, 16 * kVectors].
 template <int kVectors>
-__attribute__((target("avx512f"))) void micro_tile(int64_t depth, PanelOfA a, StripOfB b, float* c, int64_t ldc,
-                                                   int64_t rows, bool accumulate) {
-  __m512 sum[kRows][kVectors];
+using TileSums = __m512[kRows][kVectors];
+
+template <int kVectors>
+__attribute__((target("avx512f"), always_inline)) inline void clear_tile(TileSums<kVectors>& sum) {
 #pragma GCC unroll 8
   for (int i = 0; i < kRows; ++i)
 #pragma GCC unroll 3
     for (int v = 0; v < kVectors; ++v) sum[i][v] = _mm512_setzero_ps();
+}
+
+// The first `rows` rows of a micro-tile's sums into c (added to it when `accumulate`); the
+// last register of each row is masked to `last`.
+template <int kVectors>
+__attribute__((target("avx512f"), always_inline)) inline void store_tile(const TileSums<kVectors>& sum, float* c,
+                                                                        int64_t ldc, int64_t rows, __mmask16 last,
+                                                                        bool accumulate) {
+  // Constant bounds and an `if`: indexing `sum` by a run-time row would keep it in memory.
+#pragma GCC unroll 8
+  for (int i = 0; i < kRows; ++i) {
+    if (i >= rows) break;
+#pragma GCC unroll 3
+    for (int v = 0; v < kVectors; ++v) {
+      const __mmask16 mask = v + 1 < kVectors ? __mmask16(0xFFFF) : last;
+      float* out = c + i * ldc + v * kLanes;
+      __m512 value = sum[i][v];
+      if (accumulate) value = _mm512_add_ps(value, _mm512_maskz_loadu_ps(mask, out));
+      _mm512_mask_storeu_ps(out, mask, value);
+    }
+  }
+}
+
+// c[rows, b.columns] (+)= op(a)[8 rows, depth] @ op(b)[depth, 16 * kVectors].
+template <int kVectors>
+__attribute__((target("avx512f"))) void micro_tile(int64_t depth, PanelOfA a, StripOfB b, float* c, int64_t ldc,
+                                                   int64_t rows, bool accumulate) {
+  TileSums<kVectors> sum;
+  clear_tile<kVectors>(sum);
   const __mmask16 last = first_lanes(b.columns - (kVectors - 1) * kLanes);
   for (int64_t p = 0; p < depth; ++p) {
     const float* b_row = b.row + p * b.row_stride;
@@ -67,19 +98,7 @@ __attribute__((target("avx512f"))) void micro_tile(int64_t depth, PanelOfA a, St
       for (int v = 0; v < kVectors; ++v) sum[i][v] = _mm512_fmadd_ps(a_value, b_values[v], sum[i][v]);
     }
   }
-  // Constant bounds and an `if`: indexing `sum` by a run-time row would keep it in memory.
-#pragma GCC unroll 8
-  for (int i = 0; i < kRows; ++i) {
-    if (i >= rows) break;
-#pragma GCC unroll 3
-    for (int v = 0; v < kVectors; ++v) {
-      const __mmask16 mask = v + 1 < kVectors ? __mmask16(0xFFFF) : last;
-      float* out = c + i * ldc + v * kLanes;
-      __m512 value = sum[i][v];
-      if (accumulate) value = _mm512_add_ps(value, _mm512_maskz_loadu_ps(mask, out));
-      _mm512_mask_storeu_ps(out, mask, value);
-    }
-  }
+  store_tile<kVectors>(sum, c, ldc, rows, last, accumulate);
 }
 
 void run_micro_tile(int64_t depth, const PanelOfA& a, const StripOfB& b, float* c, int64_t ldc, int64_t rows,
@@ -169,6 +188,52 @@ __attribute__((target("avx512f"))) void pack_transposed_b(const float* b, int64_
   }
 }
 
+// Where a micro-tile of the convolution's GEMM reads op(b): channel c's tap t is row
+// c * taps + t, at x + c * plane + shifts[t], its 16-column groups masked by masks[3t..3t+3).
+struct ShiftedPlanes {
+  const float* x;  // the slice's first channel, at the strip's first column
+  int64_t plane, channels, taps;
+  const int64_t* shifts;
+  const uint16_t* masks;
+  int64_t columns;
+};
+
+// c[rows, b.columns] (+)= a[8 rows, channels * taps] @ the columns: micro_tile's arithmetic,
+// its loads of op(b) masked to what each tap may read (masked-off lanes are neither read nor
+// faulted on), so the padding's zeros need no memory.
+template <int kVectors>
+__attribute__((target("avx512f"))) void shifted_micro_tile(PanelOfA a, ShiftedPlanes b, float* c, int64_t ldc,
+                                                           int64_t rows, bool accumulate) {
+  TileSums<kVectors> sum;
+  clear_tile<kVectors>(sum);
+  for (int64_t channel = 0, depth = 0; channel < b.channels; ++channel) {
+    const float* plane = b.x + channel * b.plane;
+    for (int64_t t = 0; t < b.taps; ++t, ++depth) {
+      const float* b_row = plane + b.shifts[t];
+      const uint16_t* masks = b.masks + t * kMaxVectors;
+      __m512 b_values[kVectors];
+#pragma GCC unroll 3
+      for (int v = 0; v < kVectors; ++v) b_values[v] = _mm512_maskz_loadu_ps(masks[v], b_row + v * kLanes);
+#pragma GCC unroll 8
+      for (int i = 0; i < kRows; ++i) {
+        const __m512 a_value = _mm512_set1_ps(a.rows[i][depth]);
+#pragma GCC unroll 3
+        for (int v = 0; v < kVectors; ++v) sum[i][v] = _mm512_fmadd_ps(a_value, b_values[v], sum[i][v]);
+      }
+    }
+  }
+  store_tile<kVectors>(sum, c, ldc, rows, first_lanes(b.columns - (kVectors - 1) * kLanes), accumulate);
+}
+
+void run_shifted_micro_tile(const PanelOfA& a, const ShiftedPlanes& b, float* c, int64_t ldc, int64_t rows,
+                            bool accumulate) {
+  switch (ceil_div(b.columns, kLanes)) {
+    case 1: return shifted_micro_tile<1>(a, b, c, ldc, rows, accumulate);
+    case 2: return shifted_micro_tile<2>(a, b, c, ldc, rows, accumulate);
+    default: return shifted_micro_tile<3>(a, b, c, ldc, rows, accumulate);
+  }
+}
+
 }  // namespace
 
 bool own_sgemm_supported() { return cpu_has_avx512f(); }
@@ -196,6 +261,70 @@ void own_sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, cons
       for (int64_t i0 = 0; i0 < m; i0 += kRows)
         run_micro_tile(depth, panel_of_a(trans_a, a, lda, m, i0, p0), strip, c + i0 * ldc + j0, ldc,
                        std::min(kRows, m - i0), accumulate);
+    }
+  }
+}
+
+// Tap (i, j) reads column p of the output from x[p + shift], shift = (i - pad_h) * w + j - pad_w,
+// where output row p / w shifted by i - pad_h and column p % w shifted by j - pad_w both stay
+// inside the plane.
+SameConvColumns::SameConvColumns(int64_t h, int64_t w, int64_t kernel_h, int64_t kernel_w) : positions_(h * w) {
+  RG_CHECK(kernel_h % 2 == 1 && kernel_w % 2 == 1, "same-padding convolution: kernel ", kernel_h, "x", kernel_w,
+           " must have odd sides");
+  const int64_t pad_h = kernel_h / 2, pad_w = kernel_w / 2;
+  for (int64_t j0 = 0, width = 0; j0 < positions_; j0 += width) {
+    width = strip_width(positions_ - j0);
+    strips_.push_back({j0, width});
+  }
+  for (int64_t i = 0; i < kernel_h; ++i)
+    for (int64_t j = 0; j < kernel_w; ++j) shifts_.push_back((i - pad_h) * w + j - pad_w);
+  for (const Strip& strip : strips_) {
+    int64_t row[kStrip], col[kStrip];  // of the strip's columns in the output plane
+    for (int64_t k = 0; k < strip.width; ++k) {
+      row[k] = (strip.first_column + k) / w;
+      col[k] = (strip.first_column + k) % w;
+    }
+    for (int64_t i = 0; i < kernel_h; ++i)
+      for (int64_t j = 0; j < kernel_w; ++j)
+        for (int64_t v = 0; v < kMaxVectors; ++v) {
+          uint16_t mask = 0;
+          for (int64_t lane = 0, k = v * kLanes; lane < kLanes && k < strip.width; ++lane, ++k) {
+            const int64_t in_row = row[k] + i - pad_h, in_col = col[k] + j - pad_w;
+            if (in_row >= 0 && in_row < h && in_col >= 0 && in_col < w) mask |= uint16_t(1u << lane);
+          }
+          masks_.push_back(mask);
+        }
+  }
+}
+
+// own_sgemm's loops with the columns read from x: depth slices of whole channels (so a tap's
+// row is found without a division), then strips of 48 columns, then panels of 8 rows of a.
+void own_sgemm_same_conv(int64_t m, const float* a, int64_t lda, const SameConvColumns& columns, const float* x,
+                         int64_t channels, float beta, float* c, int64_t ldc) {
+  RG_CHECK(beta == 0.0f || beta == 1.0f, "own_sgemm_same_conv: beta must be 0 or 1, got ", beta);
+  RG_CHECK(own_sgemm_supported(), "own_sgemm_same_conv: this CPU has no AVX-512F");
+  const int64_t taps = columns.taps(), plane = columns.positions();
+  if (m <= 0 || plane <= 0) return;
+  if (channels <= 0) {
+    if (beta == 0.0f)
+      for (int64_t i = 0; i < m; ++i) std::fill_n(c + i * ldc, plane, 0.0f);
+    return;
+  }
+  const int64_t slice_channels = std::max<int64_t>(1, kDepth / taps);
+  for (int64_t c0 = 0; c0 < channels; c0 += slice_channels) {
+    const bool accumulate = beta != 0.0f || c0 > 0;
+    for (size_t s = 0; s < columns.strips().size(); ++s) {
+      const SameConvColumns::Strip strip = columns.strips()[s];
+      const ShiftedPlanes b{x + c0 * plane + strip.first_column,
+                            plane,
+                            std::min(slice_channels, channels - c0),
+                            taps,
+                            columns.shifts(),
+                            columns.masks(s),
+                            strip.width};
+      for (int64_t i0 = 0; i0 < m; i0 += kRows)
+        run_shifted_micro_tile(panel_of_a(false, a, lda, m, i0, c0 * taps), b, c + i0 * ldc + strip.first_column, ldc,
+                               std::min(kRows, m - i0), accumulate);
     }
   }
 }

@@ -318,8 +318,8 @@ void require_close_to(const Tensor& actual, const Tensor& expected, double atol)
   ref::require_close(actual, expected.shape(), values(expected), atol, atol);
 }
 
-void check_conv2d_forward(DType dtype, const Shape& shape, const Conv2dGeometry& g) {
-  ConvCase c = conv_case(dtype, shape, g, 3);
+void check_conv2d_forward_to(int64_t out_channels, DType dtype, const Shape& shape, const Conv2dGeometry& g) {
+  ConvCase c = conv_case(dtype, shape, g, out_channels);
   for (bool with_bias : {true, false}) {
     INFO("bias " << with_bias);
     Tensor bias = with_bias ? c.bias : Tensor();
@@ -334,8 +334,8 @@ void check_conv2d_forward(DType dtype, const Shape& shape, const Conv2dGeometry&
   }
 }
 
-void check_conv2d_backward(DType dtype, const Shape& shape, const Conv2dGeometry& g) {
-  ConvCase c = conv_case(dtype, shape, g, 3);
+void check_conv2d_backward_to(int64_t out_channels, DType dtype, const Shape& shape, const Conv2dGeometry& g) {
+  ConvCase c = conv_case(dtype, shape, g, out_channels);
   std::array<Tensor, 3> expected = conv_grads(cpu::conv2d_backward_reference, c, g);
   // x's terms per element: at most O*kh*kw; w's and the bias's: N*OH*OW.
   double tolerances[] = {tolerance(dtype, c.w.numel()), tolerance(dtype, c.grad_y.numel()),
@@ -370,6 +370,15 @@ void for_each_thin_case(void (*check)(DType, const Shape&, const Conv2dGeometry&
     }
 }
 
+// With 3 output channels, the shape for_each_case and for_each_thin_case call.
+void check_conv2d_forward(DType dtype, const Shape& shape, const Conv2dGeometry& g) {
+  check_conv2d_forward_to(3, dtype, shape, g);
+}
+
+void check_conv2d_backward(DType dtype, const Shape& shape, const Conv2dGeometry& g) {
+  check_conv2d_backward_to(3, dtype, shape, g);
+}
+
 }  // namespace
 
 TEST_CASE("tensor.conv2d_matches_reference", "[tensor]") {
@@ -380,6 +389,32 @@ TEST_CASE("tensor.conv2d_matches_reference", "[tensor]") {
 TEST_CASE("tensor.conv2d_backward_matches_reference", "[tensor]") {
   for_each_case(check_conv2d_backward);
   for_each_thin_case(check_conv2d_backward);
+}
+
+// Stride 1 with "same" padding in float32 on ringgrad's own GEMM reads the columns in place
+// (SameConvColumns): several depth slices of whole channels (5 channels of 25 taps each), more
+// than one panel of 8 output channels and a partial one, strips ending inside a row, planes
+// thinner than the kernel, rectangular kernels.
+TEST_CASE("tensor.conv2d_same_padding_reads_columns_in_place", "[tensor]") {
+  if (!cpu::own_sgemm_supported()) {
+    WARN("skipped: this CPU has no AVX-512F, so convolutions always go through im2col");
+    return;
+  }
+  SgemmGuard guard;
+  set_sgemm_kernel(Sgemm::own_avx512);
+  struct Case {
+    Shape x;
+    Conv2dGeometry g;
+    int64_t out_channels;
+  };
+  for (const Case& k : {Case{{2, 12, 14, 14}, {5, 5, 1, 1, 2, 2}, 20}, Case{{3, 16, 7, 9}, {3, 3, 1, 1, 1, 1}, 9},
+                        Case{{1, 1, 28, 28}, {5, 5, 1, 1, 2, 2}, 16}, Case{{2, 6, 3, 40}, {5, 3, 1, 1, 2, 1}, 8},
+                        Case{{2, 3, 1, 6}, {5, 5, 1, 1, 2, 2}, 4}, Case{{3, 2, 9, 1}, {3, 5, 1, 1, 1, 2}, 17}}) {
+    INFO("x " << shape_str(k.x) << ", kernel " << k.g.kernel_h << "x" << k.g.kernel_w << ", " << k.out_channels
+              << " output channels");
+    check_conv2d_forward_to(k.out_channels, DType::float32, k.x, k.g);
+    check_conv2d_backward_to(k.out_channels, DType::float32, k.x, k.g);
+  }
 }
 
 // The Backend's default conv2d (im2col + matmul on the whole batch, what CUDA runs) computes
