@@ -234,6 +234,11 @@ void run_shifted_micro_tile(const PanelOfA& a, const ShiftedPlanes& b, float* c,
   }
 }
 
+// c = 0 (m rows of n): the product of an empty depth, with beta 0.
+void clear_rows(int64_t m, int64_t n, float* c, int64_t ldc) {
+  for (int64_t i = 0; i < m; ++i) std::fill_n(c + i * ldc, n, 0.0f);
+}
+
 }  // namespace
 
 bool own_sgemm_supported() { return cpu_has_avx512f(); }
@@ -244,8 +249,7 @@ void own_sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, cons
   RG_CHECK(own_sgemm_supported(), "own_sgemm: this CPU has no AVX-512F");
   if (m <= 0 || n <= 0) return;
   if (k <= 0) {
-    if (beta == 0.0f)
-      for (int64_t i = 0; i < m; ++i) std::fill_n(c + i * ldc, n, 0.0f);
+    if (beta == 0.0f) clear_rows(m, n, c, ldc);
     return;
   }
   thread_local std::vector<float> packed_b(kDepth * kStrip);  // per thread: no allocation per call
@@ -306,8 +310,7 @@ void own_sgemm_same_conv(int64_t m, const float* a, int64_t lda, const SameConvC
   const int64_t taps = columns.taps(), plane = columns.positions();
   if (m <= 0 || plane <= 0) return;
   if (channels <= 0) {
-    if (beta == 0.0f)
-      for (int64_t i = 0; i < m; ++i) std::fill_n(c + i * ldc, plane, 0.0f);
+    if (beta == 0.0f) clear_rows(m, plane, c, ldc);
     return;
   }
   const int64_t slice_channels = std::max<int64_t>(1, kDepth / taps);
