@@ -1,4 +1,4 @@
-// Evaluation of a classifier over a loader.
+// Evaluation of a classifier over a loader or a whole data set.
 #include "models/evaluate.h"
 
 #include "autograd/functions.h"
@@ -32,6 +32,11 @@ Evaluation evaluate(nn::Module& model, data::DataLoader& loader, const Device& d
   }
   model.train();
   return sums;
+}
+
+Evaluation evaluate(nn::Module& model, const data::Dataset& data, const Device& device, int64_t batch_size) {
+  data::DataLoader loader(data, data::DataLoaderOptions{.batch_size = batch_size});
+  return evaluate(model, loader, device);
 }
 
 }  // namespace rg::models

@@ -29,4 +29,8 @@ Tensor as_model_input(const Tensor& x, const nn::Module& model, const Device& de
 Evaluation evaluate(nn::Module& model, data::DataLoader& loader, const Device& device = Device::cpu(),
                     int64_t max_batches = 0);
 
+// The same over every sample of `data`, in batches of `batch_size` (the sums do not depend on it).
+Evaluation evaluate(nn::Module& model, const data::Dataset& data, const Device& device = Device::cpu(),
+                    int64_t batch_size = 1000);
+
 }  // namespace rg::models

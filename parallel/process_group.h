@@ -209,6 +209,10 @@ std::string from_rank(int rank, const std::string& message);
 // A collective: every rank's `text`, in rank order (for messages and traces; any length).
 std::vector<std::string> all_gather_strings(ProcessGroup& pg, const std::string& text);
 
+// A collective: the ranks' `values` summed element by element, in float64 (so counts up to
+// 2^53 stay exact), on every rank: sums and counts of a measurement made in shares.
+std::vector<double> sum_over_ranks(ProcessGroup& pg, const std::vector<double>& values);
+
 // A collective: every rank's stats() as they were when it was called, in rank order (the
 // traffic of a run or a measurement, rank by rank, on every rank).
 std::vector<CommStats> all_gather_stats(ProcessGroup& pg);

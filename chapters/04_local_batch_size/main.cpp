@@ -26,6 +26,7 @@ using namespace rg;
 using chapters::number;
 using parallel::DistributedDataParallel;
 using parallel::ProcessGroup;
+using parallel::sum_over_ranks;
 
 namespace {
 
@@ -67,13 +68,6 @@ data::DistributedSampler shard(int64_t n, const ProcessGroup& pg, uint64_t seed)
 // One device holding the whole order: its batch k is the union of the workers' batches k.
 data::DistributedSampler whole(int64_t n, uint64_t seed) {
   return data::DistributedSampler(n, {.num_replicas = 1, .rank = 0, .shuffle = true, .seed = seed});
-}
-
-// The sum over the workers of each value (in place), e.g. sums and counts of a measurement.
-std::vector<double> summed(ProcessGroup& pg, std::vector<double> values) {
-  Tensor t = Tensor::from_vector(values, {static_cast<int64_t>(values.size())});
-  pg.all_reduce(t);
-  return t.to_vector<double>();
 }
 
 // Every parameter's gradient, flattened into one vector.
@@ -124,7 +118,7 @@ NoisePoint gradient_noise(ProcessGroup& pg, nn::Module& model, const data::Datas
       if (++done == my_draws) break;
     }
   }
-  const std::vector<double> all = summed(pg, {squared_sum, static_cast<double>(done), seconds});
+  const std::vector<double> all = sum_over_ranks(pg, {squared_sum, static_cast<double>(done), seconds});
   return {b, all[0] / all[1], static_cast<double>(b) * all[1] / all[2]};
 }
 
@@ -246,7 +240,7 @@ Trajectory fixed_global_batch(std::shared_ptr<ProcessGroup> pg, const Data& d, i
     opt.zero_grad();
     loss.backward();  // averages the N local gradients: the gradient of the global batch
     opt.step();
-    t.loss_ddp.push_back(summed(*pg, {loss.item()})[0] / pg->size());
+    t.loss_ddp.push_back(sum_over_ranks(*pg, {loss.item()})[0] / pg->size());
     const int64_t step = static_cast<int64_t>(t.loss_ddp.size());
     if (pg->rank() == 0 && is_checkpoint(step)) {
       t.steps.push_back(step);
@@ -311,7 +305,7 @@ BatchNormRun batchnorm_at(std::shared_ptr<ProcessGroup> pg, const Data& d, const
     opt.zero_grad();
     loss.backward();
     opt.step();
-    run.loss_ddp.push_back(summed(*pg, {loss.item()})[0] / pg->size());
+    run.loss_ddp.push_back(sum_over_ranks(*pg, {loss.item()})[0] / pg->size());
   }
   // Evaluation sees rank 0's running statistics (DDP broadcasts buffers from rank 0).
   if (pg->rank() == 0) run.accuracy_ddp = test_accuracy(*model, d, s.test_images);
@@ -340,7 +334,7 @@ double samples_per_second(std::shared_ptr<ProcessGroup> pg, const Data& d, int64
     if (++step == kWarmup + steps) break;
   }
   const double mine_per_second = static_cast<double>(b * steps) / seconds_since(start);
-  return summed(*pg, {mine_per_second})[0] / pg->size();
+  return sum_over_ranks(*pg, {mine_per_second})[0] / pg->size();
 }
 
 // ---- the report (rank 0) ----

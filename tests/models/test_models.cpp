@@ -1,12 +1,14 @@
 // The models: every one maps (B, C, H, W) to (B, K) for MNIST- and CIFAR-shaped data; the MLP
 // has exactly the 784-256-128-10 parameters; the MLP and CNN keep PyTorch's
 // nn.Sequential parameter names, draw their weights in their documented order and compute
-// what the same layers in an nn::Sequential compute; clones are deep and keep their class.
+// what the same layers in an nn::Sequential compute; clones are deep and keep their class;
+// evaluate() sums over a whole data set whatever its batch size.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
 #include <typeinfo>
 
+#include "data/synthetic.h"
 #include "models/models.h"
 #include "tensor/generator.h"
 #include "tensor/ops.h"
@@ -157,4 +159,19 @@ TEST_CASE("models.resnet_small_layout", "[models]") {
   CHECK(shortcuts == 2);
   CHECK(std::find(names.begin(), names.end(), "stages.2.shortcut.0.weight") != names.end());
   CHECK(std::find(names.begin(), names.end(), "stages.4.shortcut.0.weight") != names.end());
+}
+
+TEST_CASE("models.evaluate_sums_over_the_whole_set_whatever_the_batch", "[models]") {
+  const data::SynthDataset test({.size = 250, .seed = 3});
+  default_generator().set_state(5, 0);
+  auto model = make_model("mlp", {.channels = 1, .height = 8, .width = 8, .num_classes = 10});
+  data::DataLoader loader(test, data::DataLoaderOptions{.batch_size = 64});
+  const Evaluation by_loader = evaluate(*model, loader);
+  for (const int64_t batch : {1000, 64, 7}) {
+    INFO("batch " << batch);
+    const Evaluation whole = evaluate(*model, test, Device::cpu(), batch);
+    CHECK(whole.samples == 250);
+    CHECK(whole.correct == by_loader.correct);
+    CHECK(whole.loss_sum == Approx(by_loader.loss_sum).epsilon(1e-5));
+  }
 }

@@ -38,12 +38,7 @@ bool is_main_process() { return parallel::mpirun_placement().value_or(parallel::
 RunSummary train(const TrainOptions& options, const DataSplits& data, const std::shared_ptr<nn::Module>& model,
                  int argc, char** argv, bool& is_main) {
   if (options.parallel == "none") return Trainer(options, model, data).run();
-  if (options.parallel == "dp") {
-    DPTrainer trainer(options, model, data);
-    const RunSummary summary = trainer.run();
-    std::cout << trainer.traffic_report() << std::endl;
-    return summary;
-  }
+  if (options.parallel == "dp") return train_data_parallel(options, data, model);
   ParallelOutcome outcome = train_on_workers(options, data, model, argc, argv);
   is_main = outcome.is_main;
   return outcome.summary;

@@ -7,7 +7,12 @@
 
 #include "data/sampler.h"
 #include "nn/checkpoint.h"
+#include "parallel/async.h"
+#include "parallel/data_parallel.h"
+#include "parallel/ddp.h"
+#include "parallel/gather_trace.h"
 #include "parallel/launch.h"
+#include "parallel/process_group.h"
 
 namespace rg::train {
 
@@ -23,12 +28,56 @@ parallel::DDPOptions ddp_options(const TrainOptions& o) {
           .check_every = o.check_every * o.accumulation};  // DDP counts forwards: one per micro-batch
 }
 
-// The ranks' values summed element by element (in float64, so counts stay exact).
-std::vector<double> sum_over_ranks(ProcessGroup& pg, std::vector<double> values) {
-  Tensor sums = Tensor::from_vector(values, {static_cast<int64_t>(values.size())});
-  pg.all_reduce(sums);
-  return sums.to_vector<double>();
-}
+// One rank of --parallel ddp: the model wrapped in DistributedDataParallel, the test set
+// evaluated in shares whose sums are all-reduced, the step's metrics those of the global batch.
+class DDPTrainer : public Trainer {
+ public:
+  // A collective: wrapping the model broadcasts rank 0's parameters.
+  DDPTrainer(const TrainOptions& options, std::shared_ptr<nn::Module> model, const DataSplits& data,
+             std::shared_ptr<ProcessGroup> pg)
+      : Trainer(options, model, data, {pg->rank(), pg->size()}),
+        pg_(std::move(pg)),
+        ddp_(std::make_unique<DistributedDataParallel>(model, pg_, ddp_options(options))),
+        fault_(parallel::plan_for(options.corrupt_grad, pg_->rank())) {
+    ddp_->register_comm_hook(injector_.wrap(ddp_->comm_hook()));
+  }
+
+ protected:
+  // The metrics of a step are the global batch's: the ranks' sums, all-reduced.
+  StepResult step(const data::Batch& batch) override {
+    if (fault_ && fault_->step == current_step() + 1) injector_.arm(fault_->kind);
+    const StepResult mine = Trainer::step(batch);
+    // Bookkeeping, not training: kept out of the trace, whose overlap figure is about gradients.
+    pg_->set_observer(nullptr);
+    const auto all = parallel::sum_over_ranks(*pg_, {mine.loss * static_cast<double>(mine.samples),
+                                           static_cast<double>(mine.correct), static_cast<double>(mine.samples)});
+    pg_->set_observer(trace_observer());
+    return {all[0] / all[2], static_cast<int64_t>(all[1]), static_cast<int64_t>(all[2])};
+  }
+  Variable forward(const Tensor& x) override { return ddp_->forward(Variable(x)); }
+  std::shared_ptr<void> defer_sync() override { return std::make_shared<DistributedDataParallel::NoSync>(*ddp_); }
+  std::unique_ptr<data::Sampler> make_test_sampler(int64_t dataset_size) override {
+    return std::make_unique<data::ShardSampler>(dataset_size, role().rank, role().world_size);
+  }
+  models::Evaluation combine(const models::Evaluation& mine) override {
+    const auto all = parallel::sum_over_ranks(*pg_, {mine.loss_sum, static_cast<double>(mine.correct),
+                                           static_cast<double>(mine.samples)});
+    return {all[0], static_cast<int64_t>(all[1]), static_cast<int64_t>(all[2])};
+  }
+  void start_epoch(int64_t batches) override { ddp_->check_even_inputs(batches); }
+  void trace_communication(parallel::Observer* observer) override {
+    pg_->set_observer(observer);
+    ddp_->set_observer(observer);
+  }
+  std::vector<report::TraceEvent> gather_trace() override { return parallel::gather_trace(*pg_, trace_events()); }
+  std::vector<parallel::CommStats> traffic_by_rank() override { return parallel::all_gather_stats(*pg_); }
+
+ private:
+  std::shared_ptr<ProcessGroup> pg_;
+  std::unique_ptr<DistributedDataParallel> ddp_;
+  std::optional<parallel::GradientFaultPlan> fault_;  // when --corrupt-grad names this rank
+  parallel::GradientFaultInjector injector_;          // its comm hook wraps the all-reduce
+};
 
 std::vector<Device> data_parallel_devices(const TrainOptions& options) {
   const bool cuda = Device::parse(options.device).is_cuda();
@@ -44,91 +93,76 @@ TrainOptions without_straggler(TrainOptions options) {
   return options;
 }
 
-}  // namespace
+// --parallel dp (parallel_run.h): DataParallel in the forward hook.
+class DPTrainer : public Trainer {
+ public:
+  DPTrainer(const TrainOptions& options, std::shared_ptr<nn::Module> model, const DataSplits& data)
+      : Trainer(without_straggler(options), model, data),
+        dp_(std::make_unique<parallel::DataParallel>(model, data_parallel_devices(options))),
+        fault_(options.corrupt_grad),
+        injector_(dp_->devices().size()) {
+    dp_->set_output_gradient_hook(injector_.hook());
+    if (!options.straggler) return;
+    const size_t slow_replica = static_cast<size_t>(options.straggler->rank);
+    auto delay = std::make_shared<parallel::StragglerDelay>(*options.straggler, options.seed);
+    dp_->set_before_replica_forward([this, slow_replica, delay](size_t replica) {
+      if (replica == slow_replica) delay->maybe_sleep(trace_observer());
+    });
+  }
+  // Device 0's extra load, per step: what it received and sent, and the phase times.
+  std::string traffic_report() const { return parallel::per_step_summary(dp_->stats()); }
 
-DDPTrainer::DDPTrainer(TrainOptions options, std::shared_ptr<nn::Module> model, const DataSplits& data,
-                       std::shared_ptr<ProcessGroup> pg)
-    : Trainer(options, model, data, {pg->rank(), pg->size()}),
-      pg_(std::move(pg)),
-      ddp_(std::make_unique<DistributedDataParallel>(model, pg_, ddp_options(options))),
-      fault_(parallel::plan_for(options.corrupt_grad, pg_->rank())) {
-  ddp_->register_comm_hook(injector_.wrap(ddp_->comm_hook()));
-}
+ protected:
+  Variable forward(const Tensor& x) override { return dp_->forward(Variable(x)); }
+  StepResult step(const data::Batch& batch) override {
+    if (fault_ && fault_->step == current_step() + 1) injector_.arm(static_cast<size_t>(fault_->rank), fault_->kind);
+    return Trainer::step(batch);
+  }
 
-std::shared_ptr<void> DDPTrainer::defer_sync() { return std::make_shared<DistributedDataParallel::NoSync>(*ddp_); }
+ private:
+  std::unique_ptr<parallel::DataParallel> dp_;
+  std::optional<parallel::GradientFaultPlan> fault_;  // RANK is a device
+  parallel::ReplicaFaultInjector injector_;
+};
 
-// The metrics of a step are the global batch's: the ranks' sums, all-reduced.
-StepResult DDPTrainer::step(const data::Batch& batch) {
-  if (fault_ && fault_->step == current_step() + 1) injector_.arm(fault_->kind);
-  const StepResult mine = Trainer::step(batch);
-  // Bookkeeping, not training: kept out of the trace, whose overlap figure is about gradients.
-  pg_->set_observer(nullptr);
-  const auto all = sum_over_ranks(*pg_, {mine.loss * static_cast<double>(mine.samples),
-                                         static_cast<double>(mine.correct), static_cast<double>(mine.samples)});
-  pg_->set_observer(trace_observer());
-  return {all[0] / all[2], static_cast<int64_t>(all[1]), static_cast<int64_t>(all[2])};
-}
+// A worker of an asynchronous mode, on its shard of each epoch. With a parameter server
+// (async-ps) it pushes its gradients and loads the server's fresh parameters instead of
+// stepping an optimizer; under hogwild its replica shares the model's parameters, so its
+// own optimizer updates the shared model, with no lock. Worker 0 writes the run's metrics
+// and evaluates during training; the final model is evaluated once all are done.
+class AsyncTrainer : public Trainer {
+ public:
+  // pg: the parameter server's group (this rank is worker pg->rank() - 1); null for hogwild.
+  AsyncTrainer(const TrainOptions& options, std::shared_ptr<nn::Module> model, const DataSplits& data, Role role,
+               std::shared_ptr<ProcessGroup> pg)
+      : Trainer(options, model, data, role),
+        pg_(std::move(pg)),
+        worker_(pg_ ? std::make_unique<parallel::AsyncWorker>(model, pg_) : nullptr),
+        fault_(parallel::plan_for(options.corrupt_grad, role.rank)) {}
+  void finish() {
+    if (worker_) worker_->finish();
+  }
 
-std::unique_ptr<data::Sampler> DDPTrainer::make_test_sampler(int64_t dataset_size) {
-  return std::make_unique<data::ShardSampler>(dataset_size, role().rank, role().world_size);
-}
+ protected:
+  // --corrupt-grad, then the push or the optimizer's step.
+  void apply_update() override {
+    if (fault_ && fault_->step == current_step() + 1) parallel::damage_gradients(fault_->kind, model());
+    if (worker_)
+      worker_->push();
+    else
+      Trainer::apply_update();
+  }
+  bool evaluates() const override { return role().rank == 0; }
+  // The pushes and pulls, as "comm" events: this worker's own trace (the server has none).
+  void trace_communication(parallel::Observer* observer) override {
+    if (pg_) pg_->set_observer(observer);
+  }
 
-models::Evaluation DDPTrainer::combine(const models::Evaluation& mine) {
-  const auto all = sum_over_ranks(*pg_, {mine.loss_sum, static_cast<double>(mine.correct),
-                                         static_cast<double>(mine.samples)});
-  return {all[0], static_cast<int64_t>(all[1]), static_cast<int64_t>(all[2])};
-}
-
-std::vector<parallel::CommStats> DDPTrainer::traffic_by_rank() { return parallel::all_gather_stats(*pg_); }
-
-void DDPTrainer::trace_communication(parallel::Observer* observer) {
-  pg_->set_observer(observer);
-  ddp_->set_observer(observer);
-}
-
-DPTrainer::DPTrainer(TrainOptions options, std::shared_ptr<nn::Module> model, const DataSplits& data)
-    : Trainer(without_straggler(options), model, data),
-      dp_(std::make_unique<parallel::DataParallel>(model, data_parallel_devices(options))),
-      fault_(options.corrupt_grad),
-      injector_(dp_->devices().size()) {
-  dp_->set_output_gradient_hook(injector_.hook());
-  if (!options.straggler) return;
-  const size_t slow_replica = static_cast<size_t>(options.straggler->rank);
-  auto delay = std::make_shared<parallel::StragglerDelay>(*options.straggler, options.seed);
-  dp_->set_before_replica_forward([this, slow_replica, delay](size_t replica) {
-    if (replica == slow_replica) delay->maybe_sleep(trace_observer());
-  });
-}
-
-StepResult DPTrainer::step(const data::Batch& batch) {
-  if (fault_ && fault_->step == current_step() + 1) injector_.arm(static_cast<size_t>(fault_->rank), fault_->kind);
-  return Trainer::step(batch);
-}
-
-AsyncTrainer::AsyncTrainer(TrainOptions options, std::shared_ptr<nn::Module> model, const DataSplits& data, Role role,
-                           std::shared_ptr<ProcessGroup> pg)
-    : Trainer(options, model, data, role),
-      pg_(std::move(pg)),
-      worker_(pg_ ? std::make_unique<parallel::AsyncWorker>(model, pg_) : nullptr),
-      fault_(parallel::plan_for(options.corrupt_grad, role.rank)) {}
-
-void AsyncTrainer::apply_update() {
-  if (fault_ && fault_->step == current_step() + 1) parallel::damage_gradients(fault_->kind, model());
-  if (worker_)
-    worker_->push();
-  else
-    Trainer::apply_update();
-}
-
-void AsyncTrainer::finish() {
-  if (worker_) worker_->finish();
-}
-
-void AsyncTrainer::trace_communication(parallel::Observer* observer) {
-  if (pg_) pg_->set_observer(observer);
-}
-
-namespace {
+ private:
+  std::shared_ptr<ProcessGroup> pg_;
+  std::unique_ptr<parallel::AsyncWorker> worker_;     // async-ps only
+  std::optional<parallel::GradientFaultPlan> fault_;  // when --corrupt-grad names this worker
+};
 
 // Rank 0 of an async-ps world: serves until every worker finished, then evaluates and
 // saves the final model. The summary's test metrics are the final model's.
@@ -143,7 +177,7 @@ RunSummary serve(const TrainOptions& options, const DataSplits& data, const std:
   summary.samples_per_s = static_cast<double>(stats.gradients * options.worker_batch()) / summary.train_time_s;
   summary.steps = stats.updates;
   summary.epochs = options.epochs;
-  summary.test = evaluate_on(*model, *data.test, Device::parse(options.device));
+  summary.test = models::evaluate(*model, *data.test, Device::parse(options.device));
   nn::save_checkpoint((std::filesystem::path(options.out) / "checkpoint.safetensors").string(), *model,
                       optimizer.get(), {.step = summary.steps, .epoch = options.epochs});
   std::cout << stats.summary() << std::endl;
@@ -170,7 +204,7 @@ RunSummary run_hogwild_threads(const TrainOptions& options, const DataSplits& da
     RunSummary mine = trainer.run();
     if (thread == 0) summary = mine;
   });
-  summary.test = evaluate_on(*model, *data.test, Device::parse(options.device));
+  summary.test = models::evaluate(*model, *data.test, Device::parse(options.device));
   return summary;
 }
 
@@ -183,6 +217,14 @@ RunSummary train_ddp_rank(const TrainOptions& options, const DataSplits& data,
 }
 
 }  // namespace
+
+RunSummary train_data_parallel(const TrainOptions& options, const DataSplits& data,
+                               const std::shared_ptr<nn::Module>& model) {
+  DPTrainer trainer(options, model, data);
+  const RunSummary summary = trainer.run();
+  std::cout << trainer.traffic_report() << std::endl;
+  return summary;
+}
 
 // Rank-threads train clones of the model (the server of a local async-ps world, rank 0,
 // serves the model itself); a process under mpirun trains its own copy. A --resume problem

@@ -79,11 +79,6 @@ std::unique_ptr<optim::Optimizer> make_optimizer(const TrainOptions& options, co
   return std::make_unique<optim::SGD>(parameters, optim::SGDOptions{.lr = lr, .momentum = options.momentum});
 }
 
-models::Evaluation evaluate_on(nn::Module& model, const data::Dataset& test, const Device& device) {
-  data::DataLoader loader(test, data::DataLoaderOptions{.batch_size = kEvalBatch});
-  return models::evaluate(model, loader, device);
-}
-
 // The whole run: start (or resume), epochs, a last evaluation, the charts and the trace.
 RunSummary Trainer::run() {
   const auto run_start = std::chrono::steady_clock::now();

@@ -165,8 +165,6 @@ class Trainer {
 
 // The optimizer ringgrad-train's flags ask for, over `parameters`.
 std::unique_ptr<optim::Optimizer> make_optimizer(const TrainOptions& options, const std::vector<Variable>& parameters);
-// `model` on the whole test set.
-models::Evaluation evaluate_on(nn::Module& model, const data::Dataset& test, const Device& device);
 
 // The human-readable lines and, last, the machine-readable `summary: ...` line.
 void print_summary(std::ostream& out, const RunSummary& summary, const std::filesystem::path& out_dir);
