@@ -81,6 +81,21 @@ TEST_CASE("parallel.all_gather_stats_gives_every_rank_each_rank_s_traffic", "[pa
   }
 }
 
+TEST_CASE("parallel.sum_over_ranks_adds_each_value_exactly", "[parallel]") {
+  // Rank r contributes (r, 2^51 + r, 0.5): a sum of counts just under 2^53 must come back
+  // exact, which float32 arithmetic would not give.
+  const int n = 3;
+  std::vector<std::vector<double>> sums(n);
+  run_local_world(n, [&](std::shared_ptr<ProcessGroup> pg) {
+    const double r = pg->rank();
+    sums[pg->rank()] = sum_over_ranks(*pg, {r, 2251799813685248.0 + r, 0.5});
+  });
+  for (int r = 0; r < n; ++r) {
+    INFO("rank " << r);
+    CHECK(sums[r] == std::vector<double>{3.0, 3 * 2251799813685248.0 + 3, 1.5});
+  }
+}
+
 TEST_CASE("parallel.virtual_cpu_devices_and_views", "[parallel]") {
   // Each rank's tensor on its own virtual device cpu:rank, and a transposed (non-contiguous) view.
   CHECK(on_world(3, [](ProcessGroup& pg) {
