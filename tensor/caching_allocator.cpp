@@ -1,4 +1,5 @@
-// Size-class free lists behind a mutex; see caching_allocator.h for why.
+// Size-class free lists, kept by the thread that freed each block, behind a mutex; see
+// caching_allocator.h for why.
 #include "tensor/caching_allocator.h"
 
 #include <algorithm>
@@ -27,11 +28,9 @@ void* CachingAllocator::allocate(size_t nbytes) {
   RG_CHECK(nbytes <= static_cast<size_t>(INT64_MAX), "out of memory: cannot allocate ", nbytes, " bytes");
   size_t block = size_class(nbytes);
   std::lock_guard lock(mutex_);
-  void* ptr = nullptr;
   auto it = free_blocks_.find(block);
-  if (it != free_blocks_.end() && !it->second.empty()) {
-    ptr = it->second.back();
-    it->second.pop_back();
+  void* ptr = it == free_blocks_.end() ? nullptr : take_cached(it->second);
+  if (ptr) {
     ++stats_.cache_hits;
   } else {
     ptr = system_alloc_(block);
@@ -49,11 +48,24 @@ void* CachingAllocator::allocate(size_t nbytes) {
   return ptr;
 }
 
+// This thread's most recently freed block (the likeliest to be in its cache), else another
+// thread's. A thread's entry goes when its last block does, so the list holds no entries
+// of threads that ended.
+void* CachingAllocator::take_cached(FreeList& list) {
+  if (list.empty()) return nullptr;
+  auto entry = list.find(std::this_thread::get_id());
+  if (entry == list.end()) entry = list.begin();
+  void* ptr = entry->second.back();
+  entry->second.pop_back();
+  if (entry->second.empty()) list.erase(entry);
+  return ptr;
+}
+
 void CachingAllocator::deallocate(void* ptr, size_t nbytes) {
   if (!ptr) return;
   size_t block = size_class(nbytes);
   std::lock_guard lock(mutex_);
-  free_blocks_[block].push_back(ptr);
+  free_blocks_[block][std::this_thread::get_id()].push_back(ptr);
   stats_.allocated -= block;
 }
 
@@ -63,10 +75,11 @@ void CachingAllocator::empty_cache() {
 }
 
 void CachingAllocator::release_free_blocks() {
-  for (auto& [size, blocks] : free_blocks_) {
-    for (void* p : blocks) system_free_(p);
-    stats_.reserved -= size * blocks.size();
-  }
+  for (auto& [size, list] : free_blocks_)
+    for (auto& [thread, blocks] : list) {
+      for (void* p : blocks) system_free_(p);
+      stats_.reserved -= size * blocks.size();
+    }
   free_blocks_.clear();
 }
 

@@ -2,12 +2,22 @@
 // again, so a training step allocates nothing from the system after its first run
 // (for CPU, this avoids glibc's mmap/munmap + page faults on every large temporary;
 // for CUDA, cudaMalloc's implicit synchronisation). One instance per device.
+//
+// Each free list remembers which thread freed each block, and a thread is handed back its
+// own blocks first. Rank-threads of a local world share device cpu's allocator: drawing
+// from one common list, rank 0's next activation would land in memory that rank 1 wrote
+// last, still in rank 1's core's cache, and every such line must cross between the cores
+// (local DDP ran 20-30 % slower for it). A thread whose own list is empty takes another
+// thread's block before it asks the system, so a block freed by one thread and needed by
+// another (a loader's batch, say) is still reused.
 #pragma once
 #include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <mutex>
+#include <thread>
+#include <unordered_map>
 #include <vector>
 
 namespace rg {
@@ -37,12 +47,16 @@ class CachingAllocator {
   static size_t size_class(size_t nbytes);
 
  private:
-  void release_free_blocks();  // the caller holds mutex_
+  // The free blocks of one size class, by the thread that freed them.
+  using FreeList = std::unordered_map<std::thread::id, std::vector<void*>>;
+
+  void* take_cached(FreeList& list);  // the caller holds mutex_; null when empty
+  void release_free_blocks();         // the caller holds mutex_
 
   SystemAlloc system_alloc_;
   SystemFree system_free_;
   mutable std::mutex mutex_;
-  std::map<size_t, std::vector<void*>> free_blocks_;
+  std::map<size_t, FreeList> free_blocks_;  // by size class
   AllocatorStats stats_;
 };
 

@@ -85,8 +85,16 @@ class CpuBackend final : public Backend {
   }
 
  private:
-  // One allocator per virtual CPU device: `cpu:i` owns its memory, as a GPU would.
+  // One allocator per virtual CPU device: `cpu:i` owns its memory, as a GPU would. Each
+  // thread remembers the allocators it has used (they live as long as the backend), so an
+  // allocation takes no lock besides the allocator's own.
   CachingAllocator& allocator(int device) {
+    thread_local std::map<int, CachingAllocator*> known;
+    CachingAllocator*& mine = known[device];
+    if (!mine) mine = &shared_allocator(device);
+    return *mine;
+  }
+  CachingAllocator& shared_allocator(int device) {
     std::lock_guard lock(mutex_);
     auto& slot = allocators_[device];
     if (!slot) {
