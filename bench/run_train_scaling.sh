@@ -35,7 +35,7 @@ modes=(none local mpi)
 command -v mpirun > /dev/null || modes=(none local)
 
 echo "== machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"
-echo "   $(env | grep OPENBLAS || echo 'no OPENBLAS_* variable set'); load average $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "   $(env | grep '^OPENBLAS_' | tr '\n' ' ' || echo 'no OPENBLAS_* variable set'); load average $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "== $model, batch $batch per rank, $epochs epoch(s), 1 thread per rank, $reps interleaved repetitions"
 for ((rep = 1; rep <= reps; ++rep)); do
   for b in "${builds[@]}"; do
