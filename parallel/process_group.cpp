@@ -415,13 +415,14 @@ std::vector<std::string> all_gather_strings(ProcessGroup& pg, const std::string&
   return out;
 }
 
-// One all-gather of four float64 numbers per rank (byte counts stay exact below 2^53).
+// One all-reduce of a float64 tensor holding the values.
 std::vector<double> sum_over_ranks(ProcessGroup& pg, const std::vector<double>& values) {
   Tensor sums = Tensor::from_vector(values, {static_cast<int64_t>(values.size())});
   pg.all_reduce(sums);
   return sums.to_vector<double>();
 }
 
+// One all-gather of four float64 numbers per rank (byte counts stay exact below 2^53).
 std::vector<CommStats> all_gather_stats(ProcessGroup& pg) {
   const CommStats mine = pg.stats();
   constexpr int64_t kFields = 4;

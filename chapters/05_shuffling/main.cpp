@@ -204,9 +204,7 @@ Run train(std::shared_ptr<ProcessGroup> pg, const data::InMemoryDataset& train_s
       opt.zero_grad();
       loss.backward();
       opt.step();
-      Tensor global_loss = Tensor::from_vector(std::vector<double>{loss.item() / pg->size()}, {1});
-      pg->all_reduce(global_loss);
-      run.loss.push_back(global_loss.item());
+      run.loss.push_back(parallel::sum_over_ranks(*pg, {loss.item() / pg->size()})[0]);
     }
     if (pg->rank() != 0) continue;
     const TestScore score = test_score(*model, test_set, s.test_images);

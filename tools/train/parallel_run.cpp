@@ -50,7 +50,8 @@ class DDPTrainer : public Trainer {
     // Bookkeeping, not training: kept out of the trace, whose overlap figure is about gradients.
     pg_->set_observer(nullptr);
     const auto all = parallel::sum_over_ranks(*pg_, {mine.loss * static_cast<double>(mine.samples),
-                                           static_cast<double>(mine.correct), static_cast<double>(mine.samples)});
+                                                     static_cast<double>(mine.correct),
+                                                     static_cast<double>(mine.samples)});
     pg_->set_observer(trace_observer());
     return {all[0] / all[2], static_cast<int64_t>(all[1]), static_cast<int64_t>(all[2])};
   }
@@ -61,7 +62,7 @@ class DDPTrainer : public Trainer {
   }
   models::Evaluation combine(const models::Evaluation& mine) override {
     const auto all = parallel::sum_over_ranks(*pg_, {mine.loss_sum, static_cast<double>(mine.correct),
-                                           static_cast<double>(mine.samples)});
+                                                     static_cast<double>(mine.samples)});
     return {all[0], static_cast<int64_t>(all[1]), static_cast<int64_t>(all[2])};
   }
   void start_epoch(int64_t batches) override { ddp_->check_even_inputs(batches); }
