@@ -27,12 +27,16 @@ struct CommThread::State {
   // Two wake-ups, so that finishing an op (on the caller's thread, for a blocking call)
   // does not also wake the idle communication thread: that cost two context switches per
   // op, a 9 us round trip on 2 cores, more than a small message takes.
-  std::condition_variable queued;    // for the thread: an op was queued, or stop
+  std::condition_variable queued;    // for the thread: an op may start, or stop
   std::condition_variable finished;  // for the callers: an op finished or failed
   std::deque<std::shared_ptr<WorkItem>> queue;
   bool stopping = false;
   std::string broken;  // the first error, once the group is broken
-  std::optional<Clock::time_point> running_since;  // of the op on the thread now
+  // Since when an op runs, on the thread or a caller's, or a caller posts one: while set,
+  // nothing else starts.
+  std::optional<Clock::time_point> running_since;
+
+  bool idle() const { return queue.empty() && !running_since; }
 
   Clock::time_point overdue_at(Clock::time_point started) const {
     return deadline_after(started, timeout_s + grace_s(timeout_s));
@@ -45,13 +49,26 @@ struct CommThread::State {
 
 class WorkItem : public Work {
  public:
-  WorkItem(std::shared_ptr<CommThread::State> state, std::string description, std::function<void()> fn)
-      : state_(std::move(state)), description_(std::move(description)), fn_(std::move(fn)) {}
+  WorkItem(std::shared_ptr<CommThread::State> state, std::string description, std::function<void()> post,
+           std::function<void()> complete)
+      : state_(std::move(state)),
+        description_(std::move(description)),
+        post_(std::move(post)),
+        complete_(std::move(complete)) {}
 
   void wait() override {
     auto& s = *state_;
     std::unique_lock lock(s.mutex);
     while (!done_) {
+      // Not picked up by the thread yet, nothing running: run it here, rather than wait
+      // for the thread to wake up and then for it to wake this one.
+      if (is_next()) {
+        begin();
+        lock.unlock();
+        run();
+        lock.lock();
+        continue;
+      }
       // Queued ops wait for the running one, which has its own deadline.
       auto running = started_ ? started_ : s.running_since;
       auto limit = running ? s.overdue_at(*running) : Clock::now() + std::chrono::seconds(1);
@@ -72,37 +89,66 @@ class WorkItem : public Work {
     return done_;
   }
 
-  // On the communication thread.
+  // With the lock held: the op is at the front of the queue and nothing runs.
+  bool is_next() const {
+    return !state_->running_since && !state_->queue.empty() && state_->queue.front().get() == this;
+  }
+
+  // With the lock held, the op next or the group idle: takes it off the queue to run (or
+  // post) on this thread; nothing else starts until it ends.
+  void begin() {
+    if (!state_->queue.empty() && state_->queue.front().get() == this) state_->queue.pop_front();
+    state_->running_since = Clock::now();
+    if (!started_) started_ = state_->running_since;
+  }
+
+  // After begin(): the post half on the caller's thread. False if it failed (the op is done).
+  bool post_here() {
+    std::exception_ptr error = run_half(post_);
+    if (error) finish(error);
+    return !error;
+  }
+
+  // After begin(): what is left of the op (its post half, unless posted already, then its
+  // complete half), on whichever thread took it.
   void run() {
-    std::exception_ptr error;
+    std::exception_ptr error = post_ ? run_half(post_) : nullptr;
+    if (!error) error = run_half(complete_);
+    finish(error);
+  }
+
+ private:
+  // Runs `half` (then drops it) unless the group is broken; an exception breaks the group.
+  std::exception_ptr run_half(std::function<void()>& half) {
     {
       std::lock_guard lock(state_->mutex);
       if (!state_->broken.empty())
-        error = std::make_exception_ptr(Error(description_ + ": the process group is broken: " + state_->broken));
-      started_ = Clock::now();
-      state_->running_since = started_;
+        return std::make_exception_ptr(Error(description_ + ": the process group is broken: " + state_->broken));
     }
-    if (!error) {
-      try {
-        fn_();
-      } catch (...) {
-        error = std::current_exception();
-        std::lock_guard lock(state_->mutex);
-        state_->mark_broken(current_exception_message());
-      }
+    try {
+      half();
+      half = nullptr;
+      return nullptr;
+    } catch (...) {
+      std::lock_guard lock(state_->mutex);
+      state_->mark_broken(current_exception_message());
+      return std::current_exception();
     }
-    fn_ = nullptr;  // release the op's tensors before waking the caller
+  }
+
+  void finish(std::exception_ptr error) {
+    post_ = complete_ = nullptr;  // release the op's tensors before waking the caller
     std::lock_guard lock(state_->mutex);
     error_ = error;
     done_ = true;
     state_->running_since.reset();
     state_->finished.notify_all();
+    if (!state_->queue.empty()) state_->queued.notify_all();  // the thread waits for this op to end
   }
 
- private:
   std::shared_ptr<CommThread::State> state_;
   std::string description_;
-  std::function<void()> fn_;
+  std::function<void()> post_, complete_;  // post_ is empty once posted (or for one-piece ops)
   std::optional<Clock::time_point> started_;
   bool done_ = false;
   std::exception_ptr error_;
@@ -122,20 +168,41 @@ CommThread::~CommThread() {
 }
 
 std::shared_ptr<Work> CommThread::submit(std::string description, std::function<void()> fn, bool caller_waits) {
-  auto item = std::make_shared<WorkItem>(state_, std::move(description), std::move(fn));
+  auto item = std::make_shared<WorkItem>(state_, std::move(description), nullptr, std::move(fn));
   {
     std::lock_guard lock(state_->mutex);
     // A caller about to wait, with nothing queued or running, runs the op itself: same
     // order, same deadlines, and no two thread hand-offs per blocking call.
-    bool run_here = caller_waits && state_->queue.empty() && !state_->running_since;
-    if (!run_here) {
+    if (!caller_waits || !state_->idle()) {
       state_->queue.push_back(item);
       state_->queued.notify_all();
       return item;
     }
-    state_->running_since = Clock::now();  // keeps the thread from starting anything meanwhile
+    item->begin();
   }
   item->run();
+  return item;
+}
+
+std::shared_ptr<Work> CommThread::submit_posted(std::string description, std::function<void()> post,
+                                                std::function<void()> complete) {
+  auto item = std::make_shared<WorkItem>(state_, std::move(description), std::move(post), std::move(complete));
+  {
+    std::lock_guard lock(state_->mutex);
+    if (!state_->idle()) {  // the thread posts it in its turn
+      state_->queue.push_back(item);
+      state_->queued.notify_all();
+      return item;
+    }
+    item->begin();  // keeps the thread from starting anything while this posts
+  }
+  if (!item->post_here()) return item;
+  {
+    std::lock_guard lock(state_->mutex);
+    state_->queue.push_front(item);  // first: whatever another thread queued meanwhile comes after
+    state_->running_since.reset();
+  }
+  state_->queued.notify_all();
   return item;
 }
 
@@ -156,11 +223,11 @@ void CommThread::loop() {
     std::shared_ptr<WorkItem> item;
     {
       std::unique_lock lock(state_->mutex);
-      state_->queued.wait(lock, [&] { return state_->stopping || !state_->queue.empty(); });
+      // An op that runs on a caller's thread (or is being posted there) ends first.
+      state_->queued.wait(lock, [&] { return !state_->running_since && (state_->stopping || !state_->queue.empty()); });
       if (state_->queue.empty()) return;
-      item = std::move(state_->queue.front());
-      state_->queue.pop_front();
-      state_->running_since = Clock::now();  // so a blocking caller cannot run an op alongside
+      item = state_->queue.front();
+      item->begin();
     }
     item->run();
   }

@@ -75,6 +75,13 @@ class Agreement {
   virtual void finish(const OpContext& ctx) = 0;
 };
 
+// A collective started without blocking (Communicator::post_all_reduce); wait() ends it.
+class PendingCollective {
+ public:
+  virtual ~PendingCollective() = default;
+  virtual void wait(const OpContext& ctx) = 0;
+};
+
 class P2PRequest {
  public:
   virtual ~P2PRequest() = default;
@@ -96,6 +103,11 @@ class Communicator {
   // The backend's plain blocking all-reduce (Algorithm::library_blocking), where it has one
   // apart from the call above (MPI_Allreduce); the others run all_reduce.
   virtual void all_reduce_blocking(const Tensor& t, ReduceOp op, const OpContext& ctx) { all_reduce(t, op, ctx); }
+  // all_reduce in two halves: this call starts it without blocking, so that it may run on
+  // the caller's thread (the transfer starts before the communication thread wakes up),
+  // and the returned wait() ends it. A backend with no non-blocking start (the default)
+  // does the whole all_reduce in wait().
+  virtual std::unique_ptr<PendingCollective> post_all_reduce(const Tensor& t, ReduceOp op, const OpContext& ctx);
   virtual void broadcast(const Tensor& t, int root, const OpContext& ctx) = 0;
   virtual void reduce(const Tensor& t, int root, ReduceOp op, const OpContext& ctx) = 0;
   virtual void all_gather(const Tensor& output, const Tensor& input, const OpContext& ctx) = 0;

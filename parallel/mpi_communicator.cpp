@@ -328,13 +328,37 @@ void MpiCommunicator::wait_collective(MPI_Request request, std::vector<Tensor> b
   wait(pending, ctx, call);
 }
 
-void MpiCommunicator::all_reduce(const Tensor& t, ReduceOp op, const OpContext& ctx) {
-  MPI_Request request;
+namespace {
+// A posted MPI_Iallreduce: wait() polls it to the end, then divides for avg.
+class MpiPendingAllReduce : public PendingCollective {
+ public:
+  MpiPendingAllReduce(MpiCommunicator& comm, PendingMpi pending, ReduceOp op)
+      : comm_(comm), pending_(std::move(pending)), op_(op) {}
+  ~MpiPendingAllReduce() override { park_if_pending(pending_); }  // never waited for: MPI may still write
+
+  void wait(const OpContext& ctx) override {
+    comm_.wait(pending_, ctx, "MPI_Iallreduce");
+    if (op_ == ReduceOp::avg) divide_by(pending_.buffers[0], comm_.size());
+  }
+
+ private:
+  MpiCommunicator& comm_;
+  PendingMpi pending_;
+  ReduceOp op_;
+};
+}  // namespace
+
+std::unique_ptr<PendingCollective> MpiCommunicator::post_all_reduce(const Tensor& t, ReduceOp op,
+                                                                    const OpContext& ctx) {
+  PendingMpi pending{{MPI_REQUEST_NULL}, {kWholeGroup}, {t}, {}};
   check_mpi(MPI_Iallreduce(MPI_IN_PLACE, t.raw_data(), mpi_count(t.numel(), ctx), mpi_type(t.dtype()), mpi_op(op),
-                           collective_, &request),
+                           collective_, &pending.requests[0]),
             "MPI_Iallreduce", rank_);
-  wait_collective(request, {t}, ctx, "MPI_Iallreduce");
-  if (op == ReduceOp::avg) divide_by(t, size_);
+  return std::make_unique<MpiPendingAllReduce>(*this, std::move(pending), op);
+}
+
+void MpiCommunicator::all_reduce(const Tensor& t, ReduceOp op, const OpContext& ctx) {
+  post_all_reduce(t, op, ctx)->wait(ctx);
 }
 
 // MPI_Allreduce itself: no polling, so no timeout (the group's timeout cannot apply).

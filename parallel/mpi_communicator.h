@@ -55,6 +55,7 @@ class MpiCommunicator : public Communicator {
   MPI_Comm control_comm() const { return control_; }
 
   void all_reduce(const Tensor& t, ReduceOp op, const OpContext& ctx) override;
+  std::unique_ptr<PendingCollective> post_all_reduce(const Tensor& t, ReduceOp op, const OpContext& ctx) override;
   void all_reduce_blocking(const Tensor& t, ReduceOp op, const OpContext& ctx) override;
   void broadcast(const Tensor& t, int root, const OpContext& ctx) override;
   void reduce(const Tensor& t, int root, ReduceOp op, const OpContext& ctx) override;

@@ -78,7 +78,7 @@ class ObservedSpan {
 };
 
 // Writes what it observes into a TraceRecorder: ops as "comm" events (on the thread that
-// ran them, so async ops land on the communication thread's row), bucket launches as
+// ran them, so async ops mostly land on the communication thread's row), bucket launches as
 // zero-length "launch" events, spans under their own category.
 class TraceObserver : public Observer {
  public:

@@ -72,7 +72,23 @@ class RecvAnyItem : public RecvAnyWork {
   std::shared_ptr<Work> work_;
   std::shared_ptr<int> source_;
 };
+
+// For a backend with no non-blocking start: the whole all-reduce runs when waited for.
+class DeferredAllReduce : public PendingCollective {
+ public:
+  DeferredAllReduce(Communicator& comm, Tensor t, ReduceOp op) : comm_(comm), t_(std::move(t)), op_(op) {}
+  void wait(const OpContext& ctx) override { comm_.all_reduce(t_, op_, ctx); }
+
+ private:
+  Communicator& comm_;
+  Tensor t_;
+  ReduceOp op_;
+};
 }  // namespace
+
+std::unique_ptr<PendingCollective> Communicator::post_all_reduce(const Tensor& t, ReduceOp op, const OpContext&) {
+  return std::make_unique<DeferredAllReduce>(*this, t, op);
+}
 
 class TrafficCounter : public Observer {
  public:
@@ -136,13 +152,10 @@ std::shared_ptr<Work> ProcessGroup::submit(std::optional<CollectiveSignature> si
   thread_->check_not_broken();
   int64_t seq = signature ? next_seq_++ : next_p2p_seq_++;
   if (signature) signature->seq = seq;
-  std::string description = detail::concat("rank ", rank(), ": ", label, " #", seq);
   bool caller_waits = std::exchange(blocking_call_, false);
-  return thread_->submit(description, [this, signature, label, seq, agreed, body = std::move(body)] {
+  return thread_->submit(describe_op(label, seq), [this, signature, label, seq, agreed, body = std::move(body)] {
     const auto start = Clock::now();
-    OpContext ctx{rank(), seq, label,
-                  deadline_after(start, timeout_s_),
-                  timeout_s_, signature ? &*signature : nullptr, nullptr, agreed};
+    OpContext ctx = context_from(start, label, seq, signature ? &*signature : nullptr, agreed);
     // Debug mode checks every collective before it runs; otherwise the backend checks as
     // cheaply as it safely can, unless the ranks agreed already (agree() is its own check).
     if (signature && debug_) check_signatures(*signature, ctx);
@@ -156,6 +169,46 @@ std::shared_ptr<Work> ProcessGroup::submit(std::optional<CollectiveSignature> si
     if (!signature || signature->kind != OpKind::agree)
       observers_.op_finished({label, seq, traffic.bytes_sent, traffic.bytes_received, start, Clock::now()});
   }, caller_waits);
+}
+
+std::shared_ptr<Work> ProcessGroup::submit_posted(CollectiveSignature signature, const std::string& label, Post post) {
+  thread_->check_not_broken();
+  signature.seq = next_seq_++;
+  // What the two halves share: the op's context from its start, and the body that ends it.
+  struct Posted {
+    CollectiveSignature signature;
+    Clock::time_point start;
+    OpContext ctx;
+    Body complete;
+  };
+  auto op = std::make_shared<Posted>(Posted{signature, {}, {}, {}});
+  auto post_half = [this, op, label, post = std::move(post)] {
+    op->start = Clock::now();
+    op->ctx = context_from(op->start, label, op->signature.seq, &op->signature, /*agreed=*/true);
+    op->complete = post(op->ctx);
+  };
+  auto complete_half = [this, op, label] {
+    CommStats traffic;
+    op->complete(op->ctx, traffic);
+    observers_.op_finished({label, op->signature.seq, traffic.bytes_sent, traffic.bytes_received, op->start,
+                            Clock::now()});
+  };
+  // A blocking call runs both halves as one op (on this thread, when the group is idle).
+  if (std::exchange(blocking_call_, false))
+    return thread_->submit(describe_op(label, signature.seq), [post_half, complete_half] {
+      post_half();
+      complete_half();
+    }, /*caller_waits=*/true);
+  return thread_->submit_posted(describe_op(label, signature.seq), post_half, complete_half);
+}
+
+std::string ProcessGroup::describe_op(const std::string& label, int64_t seq) const {
+  return detail::concat("rank ", rank(), ": ", label, " #", seq);
+}
+
+OpContext ProcessGroup::context_from(Clock::time_point start, const std::string& label, int64_t seq,
+                                     const CollectiveSignature* signature, bool agreed) const {
+  return {rank(), seq, label, deadline_after(start, timeout_s_), timeout_s_, signature, nullptr, agreed};
 }
 
 void ProcessGroup::check_signatures(const CollectiveSignature& mine, const OpContext& ctx) {
@@ -188,6 +241,19 @@ std::shared_ptr<Work> ProcessGroup::all_reduce_async(const Tensor& t, const AllR
   RG_CHECK(is_library(algorithm) || is_floating(t.dtype()), "all_reduce: the ", algorithm_name(algorithm),
            " algorithm handles float32 and float64, not ", dtype_name(t.dtype()));
   const std::string label = detail::concat("all_reduce (", algorithm_name(algorithm), ")");
+  const CollectiveSignature signature = signature_of(OpKind::all_reduce, t, 0, options.op, algorithm);
+  // DDP's buckets: nothing to check first, so the caller may post it (Communicator::post_all_reduce).
+  if (algorithm == Algorithm::library && options.agreed && !debug_)
+    return submit_posted(signature, label, [this, t, op = options.op](const OpContext& ctx) -> Body {
+      const Tensor dense = t.contiguous(), flat = dense.view({dense.numel()});
+      std::shared_ptr<PendingCollective> pending = comm_->post_all_reduce(flat, op, ctx);
+      return [t, dense, pending](const OpContext& ctx, CommStats& traffic) {
+        pending->wait(ctx);
+        if (!dense.same_data(t)) t.copy_(dense);
+        traffic.bytes_sent += dense.nbytes();
+        traffic.bytes_received += dense.nbytes();
+      };
+    });
   auto body = [this, t, options, algorithm](const OpContext& ctx, CommStats& traffic) {
     on_flat(t, [&](const Tensor& flat) {
       PointToPoint p2p(*comm_, ctx, traffic);
@@ -206,7 +272,7 @@ std::shared_ptr<Work> ProcessGroup::all_reduce_async(const Tensor& t, const AllR
       }
     });
   };
-  return submit(signature_of(OpKind::all_reduce, t, 0, options.op, algorithm), label, body, options.agreed);
+  return submit(signature, label, body, options.agreed);
 }
 
 std::shared_ptr<Work> ProcessGroup::broadcast_async(const Tensor& t, int root) {

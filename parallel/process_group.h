@@ -95,7 +95,8 @@ struct CollectiveSignature;
 
 // All ops of a group run in the order they were issued: async ones on the group's
 // communication thread, blocking ones on the caller's thread when nothing is queued
-// (otherwise they queue behind the async ones and wait). Collectives must be issued
+// (otherwise they queue behind the async ones and wait); an async op waited for before
+// that thread picks it up runs on the caller's thread too. Collectives must be issued
 // in the same order on every rank, from one thread per group. Tensors are updated in
 // place and must live on the backend's devices (CPU for local and mpi, CUDA for nccl);
 // non-contiguous tensors work through a contiguous copy.
@@ -157,7 +158,8 @@ class ProcessGroup {
   CommStats stats() const;
   void reset_stats();
   // Also reports every op to `observer` (e.g. a TraceObserver), from the thread that ran
-  // it: the communication thread for async ops. Null stops it. Set it between ops; the
+  // it: the communication thread for async ops (the caller's, for one it waited for before
+  // that thread picked it up). Null stops it. Set it between ops; the
   // observer must outlive them.
   void set_observer(Observer* observer) { observers_.set_second(observer); }
   bool is_broken() const;
@@ -170,6 +172,14 @@ class ProcessGroup {
   // mode, checked across ranks first), else a point-to-point op.
   std::shared_ptr<Work> submit(std::optional<CollectiveSignature> signature, const std::string& label, Body body,
                                bool agreed = false);
+  // A collective the ranks agreed on, in two halves: `post` starts it without blocking
+  // (on the caller's thread when the communication thread is idle) and returns the body
+  // that ends it.
+  using Post = std::function<Body(const OpContext& ctx)>;
+  std::shared_ptr<Work> submit_posted(CollectiveSignature signature, const std::string& label, Post post);
+  std::string describe_op(const std::string& label, int64_t seq) const;  // "rank 0: barrier #5"
+  OpContext context_from(Clock::time_point start, const std::string& label, int64_t seq,
+                         const CollectiveSignature* signature, bool agreed) const;
   // Runs start() (an *_async call) so that the op may run on this thread, then waits.
   template <class Start>
   void blocking(Start start);

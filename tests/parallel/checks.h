@@ -123,11 +123,51 @@ inline std::string check_same_bits(int n, Algorithm algorithm, ReduceOp op, int6
   return "";
 }
 
+// DDP's path (async, agreed: posted by the caller, or by the communication thread when it
+// is busy): several all-reduces in flight at once, one of them non-contiguous (every other
+// element of a buffer twice as long), waited for last first; then one blocking agreed call
+// (both halves on the caller). Each against the serial result.
+inline std::string check_posted_all_reduces(ProcessGroup& pg, DType dtype, ReduceOp op, Device device) {
+  std::vector<int64_t> lengths = lengths_for(pg.size());
+  std::vector<Tensor> tensors;
+  std::vector<std::shared_ptr<Work>> works;
+  for (int64_t length : lengths) {
+    Tensor t = input_for(pg.rank(), length, dtype, device);
+    if (length == pg.size() + 1) {  // the same values, every other element of a longer buffer
+      Tensor spaced = Tensor::zeros({2 * length}, dtype, device);
+      t = spaced.slice(0, 0, 2 * length, 2);
+      t.copy_(input_for(pg.rank(), length, dtype, device));
+    }
+    tensors.push_back(t);
+    works.push_back(pg.all_reduce_async(t, {.op = op, .agreed = true}));
+  }
+  for (size_t k = works.size(); k-- > 0;) works[k]->wait();
+  lengths.push_back(1009);
+  tensors.push_back(input_for(pg.rank(), 1009, dtype, device));
+  pg.all_reduce(tensors.back(), {.op = op, .agreed = true});
+  for (size_t k = 0; k < tensors.size(); ++k) {
+    std::string what = detail::concat("rank ", pg.rank(), " of ", pg.size(), ": agreed all_reduce ",
+                                      reduce_op_name(op), " of ", lengths[k], " ", dtype_name(dtype),
+                                      tensors[k].is_contiguous() ? "" : " (non-contiguous)");
+    std::string error = dispatch(dtype, [&](auto tag) {
+      using T = decltype(tag);
+      return compare(what, tensors[k], [&](int64_t i) { return static_cast<double>(serial_reduce<T>(op, pg.size(), i)); });
+    });
+    if (!error.empty()) return error;
+  }
+  return "";
+}
+
 inline std::string check_all_reduce_matrix(ProcessGroup& pg, Device device) {
   for (Algorithm algorithm : all_algorithms()) {
     std::string error = check_all_reduce_lengths(pg, algorithm, device);
     if (!error.empty()) return error;
   }
+  for (DType dtype : {DType::float32, DType::float64})
+    for (ReduceOp op : {ReduceOp::sum, ReduceOp::avg, ReduceOp::max, ReduceOp::min}) {
+      std::string error = check_posted_all_reduces(pg, dtype, op, device);
+      if (!error.empty()) return error;
+    }
   // The library collectives also take integers (avg excepted).
   for (Algorithm library : {Algorithm::library, Algorithm::library_blocking})
     for (DType dtype : {DType::int32, DType::int64})

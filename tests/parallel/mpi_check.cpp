@@ -1,7 +1,7 @@
 // parallel_mpi_check: the parallel.mpi.* tests, run under mpiexec (one process per rank).
 //   collectives          every collective and algorithm against the serial reference
 //   skip <algorithm>     rank 1 skips an all-reduce: both ranks name the disagreement at once
-//   absent               rank 2 is busy elsewhere: the others time out and name it missing
+//   absent [agreed]      rank 2 is busy elsewhere: the others time out and name it missing
 //   mismatch count|op    debug mode names the disagreement
 //   throw | die          rank 1 throws (the program aborts the job) or is killed
 // A failing rank prints its error, then ends the job with MPI_Abort, as programs should.
@@ -47,11 +47,13 @@ void skip_one_all_reduce(ProcessGroup& pg, Algorithm algorithm) {
 }
 
 // Rank 2 does not come to the all-reduce: it is busy (sleeping) past the others' timeout.
-void absent_rank_2(ProcessGroup& pg) {
+// "agreed": DDP's path, the all-reduce posted by the caller and waited for on the thread.
+void absent_rank_2(ProcessGroup& pg, bool agreed) {
   Tensor t = Tensor::ones({1000});
   pg.barrier();
   if (pg.rank() == 2) std::this_thread::sleep_for(std::chrono::duration<double>(pg.timeout_s() * 3));
-  pg.all_reduce(t);
+  if (agreed) pg.all_reduce_async(t, {.agreed = true})->wait();
+  else pg.all_reduce(t);
 }
 
 void mismatch(ProcessGroup& pg, const std::string& kind) {
@@ -98,7 +100,7 @@ int run(int argc, char** argv) {
     if (mode == "collectives") return check_collectives(*pg);
     if (mode == "skip") skip_one_all_reduce(*pg, parse_algorithm(arg));
     if (mode == "mismatch") mismatch(*pg, arg);
-    if (mode == "absent") absent_rank_2(*pg);
+    if (mode == "absent") absent_rank_2(*pg, arg == "agreed");
     if (mode == "throw" || mode == "die") fail_on_rank_1(*pg, mode == "die");
     std::cerr << "rank " << pg->rank() << ": mode '" << mode << "' ended without the expected error" << std::endl;
     return 1;
