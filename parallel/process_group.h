@@ -46,7 +46,9 @@ struct AllReduceOptions {
   std::optional<Algorithm> algorithm = std::nullopt;  // unset: the group's
   std::ostream* trace = nullptr;  // ring: print which chunk each rank passes at each step
   // Every rank is known to make this same call (DDP's buckets, after its per-step agree()):
-  // skip the check each collective otherwise makes that all ranks call the same one.
+  // skip the check each collective otherwise makes that all ranks call the same one. With
+  // nothing to check first, a library all-reduce is then started from the caller's thread
+  // when the communication thread is idle (Communicator::post_all_reduce).
   bool agreed = false;
 };
 
