@@ -57,16 +57,21 @@ std::string compare(const std::string& what, const Tensor& result, Expected expe
   return "";
 }
 
+// Compares an all-reduce's `result` of the ranks' input_for values with the serial reduction.
+inline std::string compare_with_serial(const std::string& what, const Tensor& result, ReduceOp op, int n) {
+  return dispatch(result.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    return compare(what, result, [&](int64_t i) { return static_cast<double>(serial_reduce<T>(op, n, i)); });
+  });
+}
+
 inline std::string check_all_reduce(ProcessGroup& pg, Algorithm algorithm, ReduceOp op, DType dtype, int64_t length,
                                     Device device) {
   Tensor t = input_for(pg.rank(), length, dtype, device);
   pg.all_reduce(t, {.op = op, .algorithm = algorithm});
   std::string what = detail::concat("rank ", pg.rank(), " of ", pg.size(), ": all_reduce ", reduce_op_name(op), " (",
                                     algorithm_name(algorithm), ") of ", length, " ", dtype_name(dtype));
-  return dispatch(dtype, [&](auto tag) {
-    using T = decltype(tag);
-    return compare(what, t, [&](int64_t i) { return static_cast<double>(serial_reduce<T>(op, pg.size(), i)); });
-  });
+  return compare_with_serial(what, t, op, pg.size());
 }
 
 // Runs check(pg) on every rank of a local world of n ranks and returns the first failure, or "".
@@ -134,9 +139,9 @@ inline std::string check_posted_all_reduces(ProcessGroup& pg, DType dtype, Reduc
   for (int64_t length : lengths) {
     Tensor t = input_for(pg.rank(), length, dtype, device);
     if (length == pg.size() + 1) {  // the same values, every other element of a longer buffer
-      Tensor spaced = Tensor::zeros({2 * length}, dtype, device);
-      t = spaced.slice(0, 0, 2 * length, 2);
-      t.copy_(input_for(pg.rank(), length, dtype, device));
+      Tensor spaced = Tensor::zeros({2 * length}, dtype, device).slice(0, 0, 2 * length, 2);
+      spaced.copy_(t);
+      t = spaced;
     }
     tensors.push_back(t);
     works.push_back(pg.all_reduce_async(t, {.op = op, .agreed = true}));
@@ -149,10 +154,7 @@ inline std::string check_posted_all_reduces(ProcessGroup& pg, DType dtype, Reduc
     std::string what = detail::concat("rank ", pg.rank(), " of ", pg.size(), ": agreed all_reduce ",
                                       reduce_op_name(op), " of ", lengths[k], " ", dtype_name(dtype),
                                       tensors[k].is_contiguous() ? "" : " (non-contiguous)");
-    std::string error = dispatch(dtype, [&](auto tag) {
-      using T = decltype(tag);
-      return compare(what, tensors[k], [&](int64_t i) { return static_cast<double>(serial_reduce<T>(op, pg.size(), i)); });
-    });
+    std::string error = compare_with_serial(what, tensors[k], op, pg.size());
     if (!error.empty()) return error;
   }
   return "";
