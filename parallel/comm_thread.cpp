@@ -90,14 +90,12 @@ class WorkItem : public Work {
   }
 
   // With the lock held: the op is at the front of the queue and nothing runs.
-  bool is_next() const {
-    return !state_->running_since && !state_->queue.empty() && state_->queue.front().get() == this;
-  }
+  bool is_next() const { return !state_->running_since && is_front(); }
 
   // With the lock held, the op next or the group idle: takes it off the queue to run (or
   // post) on this thread; nothing else starts until it ends.
   void begin() {
-    if (!state_->queue.empty() && state_->queue.front().get() == this) state_->queue.pop_front();
+    if (is_front()) state_->queue.pop_front();
     state_->running_since = Clock::now();
     if (!started_) started_ = state_->running_since;
   }
@@ -118,6 +116,8 @@ class WorkItem : public Work {
   }
 
  private:
+  bool is_front() const { return !state_->queue.empty() && state_->queue.front().get() == this; }
+
   // Runs `half` (then drops it) unless the group is broken; an exception breaks the group.
   std::exception_ptr run_half(std::function<void()>& half) {
     {
