@@ -60,9 +60,9 @@ class WorkItem : public Work {
     auto& s = *state_;
     std::unique_lock lock(s.mutex);
     while (!done_) {
-      // Not picked up by the thread yet, nothing running: run it here, rather than wait
-      // for the thread to wake up and then for it to wake this one.
-      if (is_next()) {
+      // Posted here and not picked up by the thread yet, nothing running: complete it here,
+      // rather than wait for the thread to wake up and then for it to wake this one.
+      if (posted_ && is_next()) {
         begin();
         lock.unlock();
         run();
@@ -104,7 +104,8 @@ class WorkItem : public Work {
   bool post_here() {
     std::exception_ptr error = run_half(post_);
     if (error) finish(error);
-    return !error;
+    posted_ = !error;
+    return posted_;
   }
 
   // After begin(): what is left of the op (its post half, unless posted already, then its
@@ -149,6 +150,7 @@ class WorkItem : public Work {
   std::shared_ptr<CommThread::State> state_;
   std::string description_;
   std::function<void()> post_, complete_;  // post_ is empty once posted (or for one-piece ops)
+  bool posted_ = false;                    // by the caller (post_here)
   std::optional<Clock::time_point> started_;
   bool done_ = false;
   std::exception_ptr error_;

@@ -2,9 +2,10 @@
 // issue order (as Horovod's background thread). Under OpenMPI, which makes no progress on
 // its own, this thread is what drives non-blocking ops forward while the caller computes.
 // Waking it costs ~10 us, so where a caller can do an op's work sooner, it does: a blocking
-// call that finds the thread idle runs its op right away, a caller that waits for an op the
-// thread has not picked up yet runs it itself, and an op that can be posted without
-// blocking (MPI_Iallreduce) is posted by the caller when the thread is idle.
+// call that finds the thread idle runs its op right away, and an op that can be posted without
+// blocking (MPI_Iallreduce) is posted by the caller when the thread is idle, then completed by
+// whichever comes first, the thread or the caller waiting for it. An op only queued stays the
+// thread's (a ring's steps show on its row of a trace).
 #pragma once
 #include <condition_variable>
 #include <deque>

@@ -97,11 +97,11 @@ struct CollectiveSignature;
 
 // All ops of a group run in the order they were issued: async ones on the group's
 // communication thread, blocking ones on the caller's thread when nothing is queued
-// (otherwise they queue behind the async ones and wait); an async op waited for before
-// that thread picks it up runs on the caller's thread too. Collectives must be issued
-// in the same order on every rank, from one thread per group. Tensors are updated in
-// place and must live on the backend's devices (CPU for local and mpi, CUDA for nccl);
-// non-contiguous tensors work through a contiguous copy.
+// (otherwise they queue behind the async ones and wait); an agreed all-reduce posted by
+// the caller and waited for before that thread picks it up ends on the caller's thread
+// too. Collectives must be issued in the same order on every rank, from one thread per
+// group. Tensors are updated in place and must live on the backend's devices (CPU for
+// local and mpi, CUDA for nccl); non-contiguous tensors work through a contiguous copy.
 // An op that fails or times out marks the group broken: every later op throws at once.
 // The library never exits; a program ends a broken job with abort() (MPI_Abort under
 // MPI, because finalising with requests pending would hang).

@@ -199,7 +199,7 @@ struct Timing {
   double cores_got = std::nan("");  // the process's CPU time over wall time: the cores it really had
   double samples_per_s() const { return static_cast<double>(n * kLocalBatch) / step_s; }
   // Of a step, the share spent in the process group (an upper bound: some of it runs under
-  // backward). Other programs slow compute and communication alike, so it hardly moves with the load.
+  // backward). Other programs' load raises it too: a rank waits for a peer that waits for a core.
   double sync_share() const { return comm_s / step_s; }
 };
 

@@ -1,6 +1,6 @@
 // parallel.comm_thread.*: the communication thread runs a group's ops one at a time in
-// issue order, whoever runs them: the thread, a blocking caller, a caller that waits for an
-// op the thread has not picked up yet, or a caller that posts an op's first half.
+// issue order, whoever runs them: the thread, a blocking caller, or a caller that posts an
+// op's first half (and completes it, when it waits before the thread picks it up).
 #include <catch2/catch.hpp>
 
 #include <atomic>
@@ -69,6 +69,21 @@ TEST_CASE("parallel.comm_thread.a_busy_thread_posts_the_op_in_its_turn", "[paral
   second->wait();
   first->wait();
   CHECK(posted_after_first);
+}
+
+// A caller takes over only the completion of an op it posted: an op it only queued (a ring
+// all-reduce, a barrier) runs on the thread, so a trace shows it on the thread's row.
+TEST_CASE("parallel.comm_thread.a_queued_op_runs_on_the_thread_though_its_caller_waits_at_once",
+          "[parallel][comm_thread]") {
+  CommThread thread(kTimeoutS);
+  const auto caller = std::this_thread::get_id();
+  int on_caller = 0;
+  for (int i = 0; i < 200; ++i) {
+    std::thread::id ran_on;
+    thread.submit("op", [&] { ran_on = std::this_thread::get_id(); }, /*caller_waits=*/false)->wait();
+    if (ran_on == caller) ++on_caller;
+  }
+  CHECK(on_caller == 0);
 }
 
 TEST_CASE("parallel.comm_thread.ops_run_one_at_a_time_in_issue_order", "[parallel][comm_thread]") {
