@@ -150,13 +150,14 @@ void check_mpi(int rc, const char* call, int rank) {
   if (rc != MPI_SUCCESS) throw Error(detail::concat("rank ", rank, ": ", call, " failed: ", mpi_error_string(rc)));
 }
 
-void park_if_pending(const PendingMpi& pending) {
+void park_if_pending(PendingMpi& pending) {
   const bool active = std::any_of(pending.requests.begin(), pending.requests.end(),
                                   [](MPI_Request r) { return r != MPI_REQUEST_NULL; });
   if (!active) return;
   runtime().broken = true;  // finalising with requests pending would hang
   for (const Tensor& buffer : pending.buffers)
     if (buffer.defined()) park(buffer.storage());
+  pending.buffers.clear();
 }
 
 std::vector<MPI_Status> MpiCommunicator::wait(PendingMpi& pending, const OpContext& ctx, const char* call) {

@@ -38,8 +38,10 @@ struct PendingMpi {
   std::vector<Tensor> buffers;
   std::vector<Arrival> arrivals;
 };
-// Keeps `pending`'s buffers alive forever when any of its requests is still active.
-void park_if_pending(const PendingMpi& pending);
+// Keeps `pending`'s buffers alive forever when any of its requests is still active: they
+// move to the parked list, so a second call (a failed wait's, then its owner's destructor)
+// parks nothing more.
+void park_if_pending(PendingMpi& pending);
 
 class MpiCommunicator : public Communicator {
  public:
