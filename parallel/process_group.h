@@ -160,9 +160,9 @@ class ProcessGroup {
   CommStats stats() const;
   void reset_stats();
   // Also reports every op to `observer` (e.g. a TraceObserver), from the thread that ran
-  // it: the communication thread for async ops (the caller's, for one it waited for before
-  // that thread picked it up). Null stops it. Set it between ops; the
-  // observer must outlive them.
+  // it: the communication thread for async ops (the caller's, for an agreed all-reduce it
+  // posted and waited for before that thread picked it up). Null stops it. Set it between
+  // ops; the observer must outlive them.
   void set_observer(Observer* observer) { observers_.set_second(observer); }
   bool is_broken() const;
   // Ends the whole job now (MPI_Abort on mpi and nccl; the process in a local world).
