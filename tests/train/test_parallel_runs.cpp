@@ -4,6 +4,7 @@
 // its overlap figure, the injected faults and the flags' errors.
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
+#include <algorithm>
 #include <cstdlib>
 #include <regex>
 #include <sstream>
@@ -188,6 +189,11 @@ TEST_CASE("train.ddp_trace_and_overlap", "[train]") {
       if (e["pid"] == rank && e["cat"] == category && e["ts"] >= start && e["ts"] <= end) return e["ts"].get<int64_t>();
     return int64_t{-1};
   };
+  auto count_inside = [&](int rank, const char* category, int64_t start, int64_t end) {
+    return std::count_if(events.begin(), events.end(), [&](const auto& e) {
+      return e["pid"] == rank && e["cat"] == category && e["ts"] >= start && e["ts"] <= end;
+    });
+  };
   for (const int rank : {0, 1}) {
     INFO("rank " << rank);
     int backwards = 0;
@@ -195,6 +201,7 @@ TEST_CASE("train.ddp_trace_and_overlap", "[train]") {
       if (backward["pid"] != rank || backward["cat"] != "backward") continue;
       const int64_t start = backward["ts"], end = start + backward["dur"].get<int64_t>();
       const int64_t launch = first_inside(rank, "launch", start, end), wait = first_inside(rank, "wait", start, end);
+      CHECK(count_inside(rank, "launch", start, end) > 1);  // 0.01 MB caps the first bucket too
       CHECK(launch >= 0);
       CHECK(launch < wait);
       ++backwards;

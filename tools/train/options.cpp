@@ -116,7 +116,7 @@ void add_flags(FlagText& f, const TrainOptions& d) {
   f.add("--global-batch-size", "none", "samples per step over all workers (instead of --batch-size)", "N");
   f.add("--accumulation", text_of(d.accumulation), "micro-batches per step, accumulated without communication", "K");
   f.add("--lr-scaling", d.lr_scaling, "none | linear: lr x global batch / micro-batch", "RULE");
-  f.add("--bucket-cap-mb", text_of(d.bucket_cap_mb), "ddp: gradient bucket size", "MB");
+  f.add("--bucket-cap-mb", text_of(d.bucket_cap_mb), "ddp: gradient bucket size (the first: 1 MB, or this if less)", "MB");
   f.add("--check-every", "never", "ddp: check the replicas are identical every N steps", "N");
   f.add("--straggler", "", "slow a rank down: RANK:MS[:PROB] sleeps MS ms before a step (with PROB)", "SPEC");
   f.add("--corrupt-grad", "", "a worker's gradient goes wrong in its step STEP (from 1): RANK:STEP[:corrupt|drop]",

@@ -1,6 +1,7 @@
 // The parallel modes' trainers and the launcher (see parallel_run.h).
 #include "tools/train/parallel_run.h"
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <iostream>
@@ -21,9 +22,13 @@ using parallel::ProcessGroup;
 
 namespace {
 
+// A --bucket-cap-mb below the first bucket's 1 MB caps that one too: the buckets are then
+// the size asked for (the MLP's and the CNN's gradients fit in 1 MB, so it would never split
+// them otherwise).
 parallel::DDPOptions ddp_options(const TrainOptions& o) {
   return {.reducer = parallel::parse_reducer(o.reducer),
           .bucket_cap_mb = o.bucket_cap_mb,
+          .first_bucket_mb = std::min(parallel::DDPOptions{}.first_bucket_mb, o.bucket_cap_mb),
           .algorithm = parallel::parse_algorithm(o.allreduce),
           .check_every = o.check_every * o.accumulation};  // DDP counts forwards: one per micro-batch
 }
