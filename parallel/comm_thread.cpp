@@ -16,9 +16,13 @@
 namespace rg::parallel {
 
 namespace {
+thread_local bool communication_thread = false;  // set by CommThread::loop
+
 // How long Work::wait allows beyond the timeout for the op to report its own error.
 double grace_s(double timeout_s) { return std::min(5.0, 0.5 * timeout_s) + 0.5; }
 }  // namespace
+
+bool on_communication_thread() { return communication_thread; }
 
 struct CommThread::State {
   explicit State(double timeout) : timeout_s(timeout) {}
@@ -221,6 +225,7 @@ void CommThread::check_not_broken() const {
 void CommThread::loop() {
   // Reductions inside ops run inline here: the caller's pool belongs to its compute.
   ThreadPoolScope pool(1);
+  communication_thread = true;
   while (true) {
     std::shared_ptr<WorkItem> item;
     {

@@ -39,6 +39,11 @@ class Agreement;
 // instead of overflowing the clock into the past.
 Clock::time_point deadline_after(Clock::time_point start, double seconds);
 
+// Whether this thread is a process group's communication thread (comm_thread.cpp): a
+// backend's wait there shares the cores with the caller's compute, and yields sooner than
+// a wait on the caller's thread (mpi_communicator.cpp).
+bool on_communication_thread();
+
 // Identifies one op in error messages and carries its deadline.
 struct OpContext {
   int rank = 0;

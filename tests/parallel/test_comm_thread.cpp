@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "parallel/comm_thread.h"
+#include "parallel/communicator.h"
 #include "tensor/error.h"
 
 namespace rg::parallel {
@@ -84,6 +85,19 @@ TEST_CASE("parallel.comm_thread.a_queued_op_runs_on_the_thread_though_its_caller
     if (ran_on == caller) ++on_caller;
   }
   CHECK(on_caller == 0);
+}
+
+// A backend's wait spins longer on a caller's thread than on the communication thread,
+// which shares the cores with the caller's compute (mpi_communicator.cpp): an op must know
+// which of the two runs it.
+TEST_CASE("parallel.comm_thread.an_op_knows_whether_the_communication_thread_runs_it", "[parallel][comm_thread]") {
+  CommThread thread(kTimeoutS);
+  bool queued_on_thread = false, blocking_on_thread = true;
+  thread.submit("queued", [&] { queued_on_thread = on_communication_thread(); }, /*caller_waits=*/false)->wait();
+  thread.submit("blocking", [&] { blocking_on_thread = on_communication_thread(); }, /*caller_waits=*/true)->wait();
+  CHECK(queued_on_thread);
+  CHECK_FALSE(blocking_on_thread);
+  CHECK_FALSE(on_communication_thread());
 }
 
 TEST_CASE("parallel.comm_thread.ops_run_one_at_a_time_in_issue_order", "[parallel][comm_thread]") {
