@@ -100,8 +100,10 @@ Results measure(ProcessGroup& pg, const Config& config, const std::vector<std::s
                          MPI_COMM_WORLD, &request);
           for (int done = 0; !done;) MPI_Test(&request, &done, MPI_STATUS_IGNORE);
 #endif
-        } else if (method == "ddp_path") {  // as DDP's buckets call it: async, on the communication thread
+        } else if (method == "ddp_path") {  // as DDP launches a bucket: posted, completed on the communication thread
           pg.all_reduce_async(buffer, {.agreed = true})->wait();
+        } else if (method == "ddp_last") {  // as DDP launches its last bucket (one, for a model under 1 MiB)
+          pg.all_reduce_async(buffer, {.agreed = true, .waited_at_once = true})->wait();
         } else {
           pg.all_reduce(buffer, {.algorithm = parse_algorithm(method)});
         }
@@ -159,6 +161,13 @@ void report(const Results& results, const std::vector<std::string>& methods, int
       if (bytes >= (1 << 20)) worst = std::min(worst, by_method.at("mpi_raw") / by_method.at("ring"));
     std::cout << "ring busbw / MPI_Allreduce busbw, worst over sizes >= 1 MiB: " << report::Table::number(worst, 2)
               << " (target >= 0.90)\n";
+    for (const std::string method : {"ddp_last", "ddp_path"}) {
+      double least = 1e9;
+      for (const auto& [bytes, by_method] : results)
+        if (bytes >= (1 << 20)) least = std::min(least, by_method.at("mpi_raw") / by_method.at(method));
+      std::cout << method << " busbw / MPI_Allreduce busbw, worst over sizes >= 1 MiB: " << report::Table::number(least, 2)
+                << " (target >= 0.95)\n";
+    }
   }
   const int64_t probe = int64_t{16} << 20;
   if (config.backend == "local" && results.count(probe)) {
@@ -170,7 +179,7 @@ void report(const Results& results, const std::vector<std::string>& methods, int
 
 int run(int argc, char** argv) {
   Config config = parse(argc, argv);
-  std::vector<std::string> methods{"library", "ddp_path", "ring", "pipelined_ring", "relay", "star"};
+  std::vector<std::string> methods{"library", "ddp_path", "ddp_last", "ring", "pipelined_ring", "relay", "star"};
   if (config.backend == "local") {
     std::mutex mutex;
     Results results;

@@ -171,7 +171,8 @@ std::shared_ptr<Work> ProcessGroup::submit(std::optional<CollectiveSignature> si
   }, caller_waits);
 }
 
-std::shared_ptr<Work> ProcessGroup::submit_posted(CollectiveSignature signature, const std::string& label, Post post) {
+std::shared_ptr<Work> ProcessGroup::submit_posted(CollectiveSignature signature, const std::string& label, Post post,
+                                                  bool waited_at_once) {
   thread_->check_not_broken();
   signature.seq = next_seq_++;
   // What the two halves share: the op's context from its start, and the body that ends it.
@@ -194,7 +195,7 @@ std::shared_ptr<Work> ProcessGroup::submit_posted(CollectiveSignature signature,
                             Clock::now()});
   };
   // A blocking call runs both halves as one op (on this thread, when the group is idle).
-  if (std::exchange(blocking_call_, false))
+  if (std::exchange(blocking_call_, false) || waited_at_once)
     return thread_->submit(describe_op(label, signature.seq), [post_half, complete_half] {
       post_half();
       complete_half();
@@ -253,7 +254,7 @@ std::shared_ptr<Work> ProcessGroup::all_reduce_async(const Tensor& t, const AllR
         traffic.bytes_sent += dense.nbytes();
         traffic.bytes_received += dense.nbytes();
       };
-    });
+    }, options.waited_at_once);
   auto body = [this, t, options, algorithm](const OpContext& ctx, CommStats& traffic) {
     on_flat(t, [&](const Tensor& flat) {
       PointToPoint p2p(*comm_, ctx, traffic);

@@ -50,6 +50,11 @@ struct AllReduceOptions {
   // nothing to check first, a library all-reduce is then started from the caller's thread
   // when the communication thread is idle (Communicator::post_all_reduce).
   bool agreed = false;
+  // With agreed, for a library all-reduce: the caller waits for it as soon as this returns
+  // (DDP's last bucket of a step). With the communication thread idle it then runs start to
+  // end on the caller's thread, as a blocking call does, sparing the thread's wake-up (a
+  // context switch on a core the caller is using).
+  bool waited_at_once = false;
 };
 
 // reduce_scatter and all_gather run the library's collective unless `algorithm` is ring
@@ -161,8 +166,8 @@ class ProcessGroup {
   void reset_stats();
   // Also reports every op to `observer` (e.g. a TraceObserver), from the thread that ran
   // it: the communication thread for async ops (the caller's, for an agreed all-reduce it
-  // posted and waited for before that thread picked it up). Null stops it. Set it between
-  // ops; the observer must outlive them.
+  // posted and waited for before that thread picked it up, or ran itself as
+  // waited_at_once). Null stops it. Set it between ops; the observer must outlive them.
   void set_observer(Observer* observer) { observers_.set_second(observer); }
   bool is_broken() const;
   // Ends the whole job now (MPI_Abort on mpi and nccl; the process in a local world).
@@ -178,7 +183,8 @@ class ProcessGroup {
   // (on the caller's thread when the communication thread is idle) and returns the body
   // that ends it.
   using Post = std::function<Body(const OpContext& ctx)>;
-  std::shared_ptr<Work> submit_posted(CollectiveSignature signature, const std::string& label, Post post);
+  std::shared_ptr<Work> submit_posted(CollectiveSignature signature, const std::string& label, Post post,
+                                      bool waited_at_once);
   std::string describe_op(const std::string& label, int64_t seq) const;  // "rank 0: barrier #5"
   OpContext context_from(Clock::time_point start, const std::string& label, int64_t seq,
                          const CollectiveSignature* signature, bool agreed) const;

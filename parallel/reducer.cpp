@@ -29,14 +29,22 @@ ReducerKind parse_reducer(const std::string& name) {
 
 CommHook allreduce_hook(Algorithm algorithm) {
   return [algorithm](ProcessGroup& pg, const GradBucket& bucket) {
-    // The ranks agreed on the whole step before its first bucket (DDP's agree()).
-    return pg.all_reduce_async(bucket.flat, {.op = ReduceOp::avg, .algorithm = algorithm, .agreed = true});
+    // The ranks agreed on the whole step before its first bucket (DDP's agree()), and the
+    // caller waits for the last bucket as soon as it is launched.
+    return pg.all_reduce_async(bucket.flat, {.op = ReduceOp::avg, .algorithm = algorithm, .agreed = true,
+                                             .waited_at_once = bucket.is_last});
   };
 }
 
 std::shared_ptr<Work> Reducer::launch(const GradBucket& bucket) {
   if (observer_) observer_->bucket_launched(bucket.index, bucket.flat.nbytes());
-  return hook_(*pg_, bucket);
+  GradBucket marked = bucket;
+  marked.is_last = bucket.index + 1 == launches_per_backward();
+  if (!marked.is_last) return hook_(*pg_, marked);
+  // Backward ends waiting for this one, which the default hook runs right here when the
+  // communication thread is idle: a wait, not communication hidden behind backward.
+  ObservedSpan waiting(observer_, "wait for all-reduce", "wait");
+  return hook_(*pg_, marked);
 }
 
 void Reducer::wait_for(std::vector<std::shared_ptr<Work>>& works) {

@@ -43,12 +43,15 @@ struct GradBucket {
   size_t index = 0;  // launch order within one backward: bucket 0 goes first
   Tensor flat;
   std::vector<Tensor> gradients;
+  // The last launch of this backward, which the caller waits for as soon as it is launched
+  // (PyTorch's GradBucket.is_last()). Set by Reducer::launch.
+  bool is_last = false;
 };
 
 // How a bucket is averaged: starts the op and returns its Work (PyTorch's comm hook). The
 // default is an averaging all_reduce_async, marked agreed because DDP has the ranks agree on
-// each step before its first bucket; a hook may wrap it, as fault injection does
-// (parallel/fault.h).
+// each step before its first bucket, and waited_at_once for the last bucket; a hook may wrap
+// it, as fault injection does (parallel/fault.h).
 using CommHook = std::function<std::shared_ptr<Work>(ProcessGroup& pg, const GradBucket& bucket)>;
 CommHook allreduce_hook(Algorithm algorithm);
 
@@ -68,6 +71,9 @@ class Reducer {
   virtual void finish_backward() = 0;
   // Forgets a backward that did not finish, once the all-reduces it launched are done.
   virtual void reset() = 0;
+
+  // How many buckets one backward launches: the one with index launches - 1 is its last.
+  virtual size_t launches_per_backward() const = 0;
 
   void set_comm_hook(CommHook hook) { hook_ = std::move(hook); }
   const CommHook& comm_hook() const { return hook_; }

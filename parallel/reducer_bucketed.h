@@ -43,6 +43,7 @@ class BucketedReducer : public Reducer {
   void gradient_ready(size_t index) override;
   void finish_backward() override;
   void reset() override;
+  size_t launches_per_backward() const override { return buckets_.size(); }
 
   const std::vector<Bucket>& buckets() const { return buckets_; }
   const std::vector<NamedParameter>& parameters() const { return parameters_; }

@@ -129,9 +129,11 @@ inline std::string check_same_bits(int n, Algorithm algorithm, ReduceOp op, int6
 }
 
 // DDP's path (async, agreed: posted by the caller, or by the communication thread when it
-// is busy): several all-reduces in flight at once, one of them non-contiguous (every other
-// element of a buffer twice as long), waited for last first; then one blocking agreed call
-// (both halves on the caller). Each against the serial result.
+// is busy): several all-reduces in flight at once, every other one marked waited_at_once
+// (DDP's last bucket; queued behind the others here), one of them non-contiguous (every
+// other element of a buffer twice as long), waited for last first; then a waited_at_once
+// and a blocking agreed call with the group idle (both halves on the caller). Each against
+// the serial result.
 inline std::string check_posted_all_reduces(ProcessGroup& pg, DType dtype, ReduceOp op, Device device) {
   std::vector<int64_t> lengths = lengths_for(pg.size());
   std::vector<Tensor> tensors;
@@ -144,11 +146,14 @@ inline std::string check_posted_all_reduces(ProcessGroup& pg, DType dtype, Reduc
       t = spaced;
     }
     tensors.push_back(t);
-    works.push_back(pg.all_reduce_async(t, {.op = op, .agreed = true}));
+    works.push_back(pg.all_reduce_async(t, {.op = op, .agreed = true, .waited_at_once = works.size() % 2 == 1}));
   }
   for (size_t k = works.size(); k-- > 0;) works[k]->wait();
-  lengths.push_back(1009);
-  tensors.push_back(input_for(pg.rank(), 1009, dtype, device));
+  for (int64_t length : {1009, 1010}) {
+    lengths.push_back(length);
+    tensors.push_back(input_for(pg.rank(), length, dtype, device));
+  }
+  pg.all_reduce_async(tensors[tensors.size() - 2], {.op = op, .agreed = true, .waited_at_once = true})->wait();
   pg.all_reduce(tensors.back(), {.op = op, .agreed = true});
   for (size_t k = 0; k < tensors.size(); ++k) {
     std::string what = detail::concat("rank ", pg.rank(), " of ", pg.size(), ": agreed all_reduce ",

@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <sstream>
+#include <thread>
 
 #include "checks.h"
 #include "parallel/algorithms.h"
@@ -125,6 +126,34 @@ TEST_CASE("parallel.async_work_completes_in_issue_order", "[parallel]") {
             std::string error = compare("async avg", tensors[k], [&](int64_t i) {
               return static_cast<double>(serial_reduce<float>(ReduceOp::avg, pg.size(), i));
             });
+            if (!error.empty()) return error;
+          }
+          return std::string();
+        }) == "");
+}
+
+// DDP's last bucket (waited_at_once) runs on its caller's thread when the group is idle, with
+// no hand-off to the communication thread; behind another op it waits its turn there.
+TEST_CASE("parallel.a_waited_at_once_all_reduce_runs_on_the_caller_of_an_idle_group", "[parallel]") {
+  CHECK(on_world(2, [](ProcessGroup& pg) {
+          struct RanOn : Observer {
+            std::vector<std::thread::id> threads;
+            void op_finished(const OpRecord&) override { threads.push_back(std::this_thread::get_id()); }
+          } ran_on;
+          std::vector<Tensor> tensors;
+          for (int k = 0; k < 3; ++k) tensors.push_back(input_for(pg.rank(), 1000, DType::float32, Device::cpu()));
+          pg.set_observer(&ran_on);
+          pg.all_reduce_async(tensors[0], {.agreed = true, .waited_at_once = true})->wait();
+          auto queued = pg.all_reduce_async(tensors[1], {.algorithm = Algorithm::ring});
+          pg.all_reduce_async(tensors[2], {.agreed = true, .waited_at_once = true})->wait();
+          queued->wait();
+          pg.set_observer(nullptr);
+          const auto caller = std::this_thread::get_id();
+          if (ran_on.threads.size() != 3) return std::string("expected 3 ops reported");
+          if (ran_on.threads[0] != caller) return std::string("the idle group's op did not run on its caller");
+          if (ran_on.threads[2] == caller) return std::string("the op behind a queued one ran on its caller");
+          for (const Tensor& t : tensors) {
+            std::string error = compare_with_serial("all_reduce", t, ReduceOp::sum, pg.size());
             if (!error.empty()) return error;
           }
           return std::string();

@@ -170,6 +170,37 @@ TEST_CASE("parallel.ddp.trace_shows_no_overlap_for_the_after_backward_reducers",
   const auto wait = std::find_if(bucketed.begin(), bucketed.end(), [](auto& e) { return e.category == "wait"; });
   REQUIRE((launch != bucketed.end() && wait != bucketed.end()));
   CHECK(launch->start_us <= wait->start_us);  // bucket 0 left before the wait for the last one began
+  // One bucket: launched at backward's end and waited for at once, on the caller's thread
+  // when the group is idle. Its all-reduce is then inside backward, but not hidden.
+  CHECK(report::overlap_fraction(traced_step({}), "comm", "backward", 0, "wait") == 0);
+}
+
+// Each reducer marks the last launch of every backward (PyTorch's GradBucket.is_last()):
+// the one DDP waits for at once, which the default hook lets its caller run.
+TEST_CASE("parallel.ddp.the_last_launch_of_each_backward_is_marked", "[parallel][ddp]") {
+  auto batches = make_batches(2, 2 * kLocalBatch, DType::float32);
+  auto marks_of = [&](ReducerKind reducer) {
+    std::vector<std::vector<bool>> marks(2);
+    std::vector<std::shared_ptr<Mlp>> replicas = {make_mlp(DType::float32), make_mlp(DType::float32)};
+    run_local_world(2, [&](std::shared_ptr<ProcessGroup> pg) {
+      DistributedDataParallel ddp(replicas[pg->rank()], pg, {.reducer = reducer, .first_bucket_mb = 300 / kBytesPerMb});
+      ddp.register_comm_hook([&marks, rank = pg->rank(), standard = ddp.comm_hook()](ProcessGroup& group,
+                                                                                     const GradBucket& bucket) {
+        marks[rank].push_back(bucket.is_last);
+        return standard(group, bucket);
+      });
+      for (const Batch& batch : batches) {
+        Batch mine = batch.rows(pg->rank() * kLocalBatch, kLocalBatch);
+        cross_entropy(ddp(mine.x), mine.y).backward();
+      }
+    });
+    CHECK(marks[0] == marks[1]);
+    return marks[0];
+  };
+  using Marks = std::vector<bool>;
+  CHECK(marks_of(ReducerKind::per_parameter) == Marks{0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 1});
+  CHECK(marks_of(ReducerKind::flat) == Marks{1, 1});
+  CHECK(marks_of(ReducerKind::bucketed) == Marks{0, 1, 0, 1});
 }
 
 TEST_CASE("parallel.ddp.without_init_sync_the_replicas_start_apart_and_stay_apart", "[parallel][ddp]") {
@@ -452,8 +483,16 @@ TEST_CASE("parallel.ddp.trace_shows_communication_inside_backward", "[parallel][
   const auto first = [&](const char* category) {
     return *std::find_if(events.begin(), events.end(), [&](auto& e) { return e.category == category; });
   };
+  // Backward ends in the wait for what is still in flight (the last bucket's launch may be
+  // a wait of its own before it).
+  const auto last_ending = [&](const char* category) {
+    report::TraceEvent last;
+    for (const auto& e : events)
+      if (e.category == category && e.start_us + e.duration_us >= last.start_us + last.duration_us) last = e;
+    return last;
+  };
   const report::TraceEvent backward = first("backward"), launch = first("launch"), comm = first("comm"),
-                          wait = first("wait");
+                          wait = last_ending("wait");
   CHECK(launch.start_us >= backward.start_us);
   CHECK(launch.start_us <= wait.start_us);
   CHECK(comm.start_us >= launch.start_us);
