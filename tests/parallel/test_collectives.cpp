@@ -144,7 +144,7 @@ TEST_CASE("parallel.a_waited_at_once_all_reduce_runs_on_the_caller_of_an_idle_gr
           for (int k = 0; k < 3; ++k) tensors.push_back(input_for(pg.rank(), 1000, DType::float32, Device::cpu()));
           pg.set_observer(&ran_on);
           pg.all_reduce_async(tensors[0], {.agreed = true, .waited_at_once = true})->wait();
-          auto queued = pg.all_reduce_async(tensors[1], {.algorithm = Algorithm::ring});
+          auto queued = pg.all_reduce_async(tensors[1]);  // not agreed: queued, checked on the thread
           pg.all_reduce_async(tensors[2], {.agreed = true, .waited_at_once = true})->wait();
           queued->wait();
           pg.set_observer(nullptr);
