@@ -184,15 +184,17 @@ TEST_CASE("train.ddp_trace_and_overlap", "[train]") {
   // first layers and starts waiting for the all-reduces.
   CHECK(std::regex_search(run.output, std::regex("communication hidden behind backward: [0-9]+%")));
   const auto events = nlohmann::json::parse(read_text(dir.path / "trace.json"));
+  auto is_inside = [](const auto& e, int rank, const char* category, int64_t start, int64_t end) {
+    return e["pid"] == rank && e["cat"] == category && e["ts"] >= start && e["ts"] <= end;
+  };
   auto first_inside = [&](int rank, const char* category, int64_t start, int64_t end) {
     for (const auto& e : events)
-      if (e["pid"] == rank && e["cat"] == category && e["ts"] >= start && e["ts"] <= end) return e["ts"].get<int64_t>();
+      if (is_inside(e, rank, category, start, end)) return e["ts"].get<int64_t>();
     return int64_t{-1};
   };
   auto count_inside = [&](int rank, const char* category, int64_t start, int64_t end) {
-    return std::count_if(events.begin(), events.end(), [&](const auto& e) {
-      return e["pid"] == rank && e["cat"] == category && e["ts"] >= start && e["ts"] <= end;
-    });
+    return std::count_if(events.begin(), events.end(),
+                         [&](const auto& e) { return is_inside(e, rank, category, start, end); });
   };
   for (const int rank : {0, 1}) {
     INFO("rank " << rank);
