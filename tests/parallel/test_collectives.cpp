@@ -97,6 +97,24 @@ TEST_CASE("parallel.sum_over_ranks_adds_each_value_exactly", "[parallel]") {
   }
 }
 
+// avg's division, by a power of two a multiply by the reciprocal: bit for bit a division,
+// subnormal results and the largest floats included.
+TEST_CASE("parallel.divide_by_rounds_as_a_division", "[parallel]") {
+  std::vector<float> values{1.0f, -3.0f, 0.1f, 1e-38f, 3e-45f, -7e-44f, 3.4e38f, 12345.678f, 0.0f};
+  for (int n = 1; n <= 9; ++n)
+    for (DType dtype : {DType::float32, DType::float64}) {
+      INFO("n = " << n << ", " << dtype_name(dtype));
+      Tensor t = Tensor::from_vector(values, {static_cast<int64_t>(values.size())}).to(dtype);
+      divide_by(t, n);
+      const std::vector<double> got = t.to_vector<double>();
+      for (size_t i = 0; i < values.size(); ++i) {
+        const double expected = dtype == DType::float32 ? static_cast<double>(values[i] / static_cast<float>(n))
+                                                        : static_cast<double>(values[i]) / n;
+        CHECK(got[i] == expected);
+      }
+    }
+}
+
 TEST_CASE("parallel.virtual_cpu_devices_and_views", "[parallel]") {
   // Each rank's tensor on its own virtual device cpu:rank, and a transposed (non-contiguous) view.
   CHECK(on_world(3, [](ProcessGroup& pg) {
