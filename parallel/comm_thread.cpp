@@ -7,7 +7,6 @@
 #include <chrono>
 #include <exception>
 #include <optional>
-#include <thread>
 
 #include "parallel/communicator.h"
 #include "parallel/threads.h"
@@ -24,20 +23,6 @@ double grace_s(double timeout_s) { return std::min(5.0, 0.5 * timeout_s) + 0.5; 
 }  // namespace
 
 bool on_communication_thread() { return communication_thread; }
-
-// A caller waiting for its own op has nothing else to do: it spins through an op of a few
-// MiB, since each yield costs more than it saves (bench_allreduce, MPI, 2 ranks on 2 cores:
-// a 1 MiB all-reduce 10-15 us slower, 0.90x MPI_Allreduce with yields from 20 us), and
-// through a local world's rendezvous (2-rank local DDP of the MLP, 7 runs: 6 context
-// switches a step gone, 7 % more samples a second). The communication thread soon yields
-// the core to backward.
-std::chrono::microseconds busy_spin_for(int ranks_on_node) {
-  constexpr auto kThreadSpinFor = std::chrono::microseconds(20);
-  constexpr auto kCallerSpinFor = std::chrono::microseconds(1000);
-  static const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));  // reads sysfs
-  if (ranks_on_node > cores) return std::chrono::microseconds(0);
-  return on_communication_thread() ? kThreadSpinFor : kCallerSpinFor;
-}
 
 struct CommThread::State {
   explicit State(double timeout) : timeout_s(timeout) {}

@@ -4,7 +4,6 @@
 // runs on the group's communication thread and must give up at ctx.deadline with
 // ctx.timeout(...), so nothing waits forever.
 #pragma once
-#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -44,14 +43,6 @@ Clock::time_point deadline_after(Clock::time_point start, double seconds);
 // backend's wait there shares the cores with the caller's compute, and yields sooner than
 // a wait on the caller's thread (mpi_communicator.cpp).
 bool on_communication_thread();
-
-// How long a backend's wait spins before it yields or sleeps, on this thread, with
-// `ranks_on_node` ranks sharing this node's cores (comm_thread.cpp): a peer in step answers
-// within microseconds, and a yield or a sleep costs about as much or more (a sleep: a
-// wake-up, tens of microseconds in a VM). Shorter on the communication thread, which
-// shares the cores with its caller's compute; 0 with more ranks than cores, where the peer
-// may need the very core the wait would spin on.
-std::chrono::microseconds busy_spin_for(int ranks_on_node);
 
 // Identifies one op in error messages and carries its deadline.
 struct OpContext {

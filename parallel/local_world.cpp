@@ -1,14 +1,12 @@
 // The local backend. One mutex guards the whole world, and each rank waits on its own
 // condition variable: a message wakes its receiver (and, once taken, its sender) only, so
 // the cost of a message does not grow with the number of ranks; a collective's round
-// wakes its participants. Before it sleeps, a wait spins a while (busy_spin_for): ranks in
-// step meet within microseconds, sooner than a sleeping one is woken. Collectives
-// rendezvous by sequence number; since every rank's description is at hand, they always
-// check that ranks agree (free here, unlike across processes).
+// wakes its participants. Collectives rendezvous by sequence number; since every rank's
+// description is at hand, they always check that ranks agree (free here, unlike across
+// processes).
 #include "parallel/local_world.h"
 
 #include <algorithm>
-#include <atomic>
 #include <condition_variable>
 #include <cstring>
 #include <deque>
@@ -60,36 +58,16 @@ struct World {
   std::map<std::pair<int64_t, int>, std::shared_ptr<Round>> rounds;  // by (seq, phase)
   std::string aborted;  // why, once a rank has failed
 
-  // Counts the notifications (under the mutex): a spinning wait watches it without the lock.
-  std::atomic<uint64_t> notifications = 0;
-
   // Rank ctx.rank waits until pred() holds; throws at the deadline or when the world is aborted.
   template <class Pred, class Missing>
   void wait(std::unique_lock<std::mutex>& lock, const OpContext& ctx, Pred pred, Missing missing) {
-    const auto spin_until = Clock::now() + busy_spin_for(size);
     while (!pred()) {
       if (!aborted.empty()) ctx.fail("the local world was aborted: " + aborted);
-      if (Clock::now() < spin_until) {
-        spin_until_notified(lock, spin_until);
-        continue;
-      }
       if (wake[ctx.rank].wait_until(lock, ctx.deadline) == std::cv_status::timeout && !pred()) ctx.timeout(missing());
     }
   }
-  // With the lock released, until the next notification or `until`.
-  void spin_until_notified(std::unique_lock<std::mutex>& lock, Clock::time_point until) {
-    const uint64_t seen = notifications;
-    lock.unlock();
-    while (notifications == seen && Clock::now() < until) {
-    }
-    lock.lock();
-  }
-  void notify(int rank) {
-    ++notifications;
-    wake[rank].notify_all();
-  }
+  void notify(int rank) { wake[rank].notify_all(); }
   void notify_everyone() {
-    ++notifications;
     for (int r = 0; r < size; ++r) wake[r].notify_all();
   }
 };

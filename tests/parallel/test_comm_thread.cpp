@@ -3,7 +3,6 @@
 // op's first half (and completes it, when it waits before the thread picks it up).
 #include <catch2/catch.hpp>
 
-#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <mutex>
@@ -99,21 +98,6 @@ TEST_CASE("parallel.comm_thread.an_op_knows_whether_the_communication_thread_run
   CHECK(queued_on_thread);
   CHECK_FALSE(blocking_on_thread);
   CHECK_FALSE(on_communication_thread());
-}
-
-// Waits (MPI's polling, the local world's rendezvous) spin before they yield or sleep: on a
-// caller's thread longest, on the communication thread briefly, and not at all with more
-// ranks than cores, where the peer may need the core a wait would spin on.
-TEST_CASE("parallel.comm_thread.waits_spin_only_with_a_core_per_rank", "[parallel][comm_thread]") {
-  using std::chrono::microseconds;
-  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  CommThread thread(kTimeoutS);
-  microseconds on_thread{-1};
-  thread.submit("queued", [&] { on_thread = busy_spin_for(cores); }, /*caller_waits=*/false)->wait();
-  CHECK(on_thread > microseconds(0));
-  CHECK(busy_spin_for(cores) > on_thread);
-  CHECK(busy_spin_for(1) == busy_spin_for(cores));
-  CHECK(busy_spin_for(cores + 1) == microseconds(0));
 }
 
 TEST_CASE("parallel.comm_thread.ops_run_one_at_a_time_in_issue_order", "[parallel][comm_thread]") {
