@@ -2,6 +2,8 @@
 // hook with the observer told, and the wait for what was launched.
 #include "parallel/reducer.h"
 
+#include <optional>
+
 #include "parallel/reducer_bucketed.h"
 #include "tensor/ops.h"
 
@@ -36,15 +38,14 @@ CommHook allreduce_hook(Algorithm algorithm) {
   };
 }
 
-std::shared_ptr<Work> Reducer::launch(const GradBucket& bucket) {
+std::shared_ptr<Work> Reducer::launch(GradBucket bucket) {
   if (observer_) observer_->bucket_launched(bucket.index, bucket.flat.nbytes());
-  GradBucket marked = bucket;
-  marked.is_last = bucket.index + 1 == launches_per_backward();
-  if (!marked.is_last) return hook_(*pg_, marked);
-  // Backward ends waiting for this one, which the default hook runs right here when the
+  bucket.is_last = bucket.index + 1 == launches_per_backward();
+  // Backward ends waiting for the last one, which the default hook runs right here when the
   // communication thread is idle: a wait, not communication hidden behind backward.
-  ObservedSpan waiting(observer_, "wait for all-reduce", "wait");
-  return hook_(*pg_, marked);
+  std::optional<ObservedSpan> waiting;
+  if (bucket.is_last) waiting.emplace(observer_, "wait for all-reduce", "wait");
+  return hook_(*pg_, bucket);
 }
 
 void Reducer::wait_for(std::vector<std::shared_ptr<Work>>& works) {

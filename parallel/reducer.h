@@ -84,8 +84,8 @@ class Reducer {
   Reducer(std::vector<NamedParameter> parameters, std::shared_ptr<ProcessGroup> pg, CommHook hook)
       : parameters_(std::move(parameters)), pg_(std::move(pg)), hook_(std::move(hook)) {}
 
-  // Hands `bucket` to the comm hook and reports the launch.
-  std::shared_ptr<Work> launch(const GradBucket& bucket);
+  // Hands `bucket` to the comm hook, marked is_last if it is, and reports the launch.
+  std::shared_ptr<Work> launch(GradBucket bucket);
   // Waits for `works` (reported as one "wait for all-reduce" span) and clears it.
   void wait_for(std::vector<std::shared_ptr<Work>>& works);
   // The parameter's gradient, contiguous, created as zeros when it has none.
